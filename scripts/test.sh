@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Sets up, builds and runs the whole test suite: the release build at the best ISA, again
+# with the scalar (and AVX2) kernels forced, then everything under ASan+UBSan.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+jobs=$(nproc)
+
+run_suite() {  # label, build dir, extra env...
+  local label="$1" dir="$2"; shift 2
+  echo "== $label"
+  if ! (cd "$dir" && env "$@" ctest --output-on-failure -j "$jobs" --timeout 900 > "ctest-$label.log" 2>&1); then
+    cat "$dir/ctest-$label.log"
+    echo "$label: FAILED"
+    return 1
+  fi
+  grep -E "tests passed|tests failed" "$dir/ctest-$label.log"
+}
+
+scripts/build.sh release
+run_suite release build/release
+run_suite scalar build/release STRATA_ISA=scalar
+if build/release/strata --isa avx512 version >/dev/null 2>&1; then
+  run_suite avx2 build/release STRATA_ISA=avx2
+fi
+scripts/build.sh sanitize
+run_suite sanitize build/sanitize ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

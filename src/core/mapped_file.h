@@ -1,0 +1,33 @@
+// A read-only memory map of a whole file. Nothing is read until a page is touched.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace strata {
+
+class MappedFile {
+ public:
+  MappedFile() = default;
+  // Throws Error naming the path if the file cannot be opened or mapped.
+  explicit MappedFile(const std::string& path);
+  ~MappedFile();
+  MappedFile(MappedFile&& o) noexcept;
+  MappedFile& operator=(MappedFile&& o) noexcept;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+  // Ask the kernel to read a byte range ahead (MADV_WILLNEED); a hint, never an error.
+  void prefetch(size_t offset, size_t length) const;
+
+ private:
+  std::string path_;
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+}  // namespace strata
