@@ -4,6 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+for f in scripts/setup.d/*.sh; do
+  [ -e "$f" ] && bash "$f"
+done
 jobs=$(nproc)
 
 run_suite() {  # label, build dir, extra env...
