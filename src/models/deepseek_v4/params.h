@@ -1,0 +1,28 @@
+// Parameter and byte accounting for `strata inspect`: totals and per-token active counts by
+// component, computed from the expected tensor list (so they hold for a config alone).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "core/dtype.h"
+#include "models/deepseek_v4/config.h"
+#include "models/deepseek_v4/tensors.h"
+
+namespace strata::dsv4 {
+
+struct ParamCounts {
+  // Main layers (embedding, layers, head); the MTP block is counted apart, as the model
+  // cards' totals leave it out.
+  std::map<Component, int64_t> total, active;
+  int64_t total_all = 0, active_all = 0;
+  int64_t mtp_total = 0, mtp_active = 0;
+  std::map<DType, uint64_t> bytes;  // storage bytes by dtype, MTP included
+  uint64_t bytes_all = 0;
+};
+
+// Active per token: every non-expert tensor (the embedding too, by the usual convention),
+// num_experts_per_tok of the routed experts of each layer, and the shared expert.
+ParamCounts count_params(const Config& c);
+
+}  // namespace strata::dsv4
