@@ -1,0 +1,32 @@
+// Linear layers y = x · Wᵀ for the weight formats of DeepSeek-V4 checkpoints:
+//   fp8  e4m3 [out, in] with e8m0 scales per 128×128 block; the activation is first quantized
+//        to FP8 in 1×128 blocks (quant.h) — exactly the reference's act_quant + fp8_gemm;
+//   fp4  e2m1 pairs [out, in/2] (low nibble = even column) with e8m0 scales per 1×32; the
+//        activation is FP8-quantized as for fp8;
+//   bf16 / f32  plain weights, activation used as given.
+// Every output element is one canonical dot (kernels/dot.h) of the dequantized weight row and
+// the (dequantized) activation row, so outputs are bitwise independent of threads and batch.
+#pragma once
+#include <cstdint>
+
+namespace strata::kernels {
+
+enum class WeightFormat { f32, bf16, fp8, fp4 };
+
+// A view of one weight matrix (usually straight into the mapped checkpoint).
+struct LinearWeight {
+  WeightFormat format = WeightFormat::bf16;
+  const void* data = nullptr;
+  const uint8_t* scale = nullptr;  // e8m0 block scales for fp8 / fp4
+  int64_t out = 0, in = 0;
+  bool empty() const { return data == nullptr; }
+};
+
+// Dequantizes weight row r into dst[0..in) (fp32, exact).
+void dequant_row(const LinearWeight& w, int64_t r, float* dst);
+
+// y[rows, out] = x[rows, in] · Wᵀ. round_bf16: round outputs to bf16 (the reference's fp8/fp4
+// GEMMs and bf16 F.linear return bf16; its fp32 linears — gate, compressor, head — do not).
+void linear(const LinearWeight& w, const float* x, int64_t rows, float* y, bool round_bf16);
+
+}  // namespace strata::kernels

@@ -1,0 +1,85 @@
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/numfmt.h"
+#include "kernels/dot.h"
+#include "kernels/linear.h"
+#include "kernels/parallel.h"
+#include "kernels/quant.h"
+
+namespace strata::kernels {
+
+namespace {
+struct Lut {
+  float e4m3[256], e8m0[256], e2m1[16];
+  Lut() {
+    for (int i = 0; i < 256; ++i) e4m3[i] = e4m3_to_f32(uint8_t(i)), e8m0[i] = e8m0_to_f32(uint8_t(i));
+    for (int i = 0; i < 16; ++i) e2m1[i] = e2m1_to_f32(uint8_t(i));
+  }
+};
+const Lut& lut() {
+  static const Lut l;
+  return l;
+}
+}  // namespace
+
+void dequant_row(const LinearWeight& w, int64_t r, float* dst) {
+  const Lut& L = lut();
+  const int64_t in = w.in;
+  switch (w.format) {
+    case WeightFormat::f32: {
+      const float* p = static_cast<const float*>(w.data) + r * in;
+      for (int64_t k = 0; k < in; ++k) dst[k] = p[k];
+      break;
+    }
+    case WeightFormat::bf16: {
+      const uint16_t* p = static_cast<const uint16_t*>(w.data) + r * in;
+      for (int64_t k = 0; k < in; ++k) dst[k] = bf16_to_f32(p[k]);
+      break;
+    }
+    case WeightFormat::fp8: {
+      const uint8_t* p = static_cast<const uint8_t*>(w.data) + r * in;
+      const int64_t sc = (in + 127) / 128;
+      const uint8_t* s = w.scale + (r / 128) * sc;
+      for (int64_t k = 0; k < in; ++k) dst[k] = L.e4m3[p[k]] * L.e8m0[s[k / 128]];
+      break;
+    }
+    case WeightFormat::fp4: {
+      const uint8_t* p = static_cast<const uint8_t*>(w.data) + r * (in / 2);
+      const uint8_t* s = w.scale + r * (in / 32);
+      for (int64_t k = 0; k < in; k += 2) {
+        const uint8_t b = p[k / 2];
+        const float sk = L.e8m0[s[k / 32]];
+        dst[k] = L.e2m1[b & 0xF] * sk;
+        dst[k + 1] = L.e2m1[b >> 4] * sk;
+      }
+      break;
+    }
+  }
+}
+
+void linear(const LinearWeight& w, const float* x, int64_t rows, float* y, bool rb) {
+  if (w.empty()) throw Error("linear: weight is missing");
+  const int64_t in = w.in, out = w.out;
+  const bool quantized = w.format == WeightFormat::fp8 || w.format == WeightFormat::fp4;
+  std::vector<float> xq;
+  if (quantized) {
+    xq.resize(size_t(rows * in));
+    for (int64_t r = 0; r < rows; ++r) quant_fp8(x + r * in, in, kActBlock, xq.data() + r * in);
+    x = xq.data();
+  }
+  // Output rows split across threads; each weight row is dequantized once for the whole batch.
+  parallel_for(out, 16, [&](int64_t b, int64_t e) {
+    std::vector<float> row(static_cast<size_t>(in));
+    for (int64_t n = b; n < e; ++n) {
+      dequant_row(w, n, row.data());
+      for (int64_t r = 0; r < rows; ++r) {
+        float v = dot(x + r * in, row.data(), in);
+        y[r * out + n] = rb ? round_bf16(v) : v;
+      }
+    }
+  });
+}
+
+}  // namespace strata::kernels

@@ -1,0 +1,41 @@
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "core/numfmt.h"
+#include "kernels/dot.h"
+#include "kernels/parallel.h"
+#include "kernels/sparse_attention.h"
+
+namespace strata::kernels {
+
+void sparse_attention(const float* q, int64_t heads, int64_t dim, const float* const* entries, int64_t n,
+                      const float* sink, float scale, float* out) {
+  parallel_for(heads, 4, [&](int64_t hb, int64_t he) {
+    std::vector<float> z(size_t(n > 0 ? n : 1));
+    std::vector<float> acc(static_cast<size_t>(dim));
+    for (int64_t h = hb; h < he; ++h) {
+      const float* qh = q + h * dim;
+      float m = -std::numeric_limits<float>::infinity();
+      for (int64_t j = 0; j < n; ++j) {
+        z[size_t(j)] = dot(qh, entries[j], dim) * scale;
+        m = std::max(m, z[size_t(j)]);
+      }
+      float sum = 0.0f;
+      for (int64_t j = 0; j < n; ++j) {
+        z[size_t(j)] = std::exp(z[size_t(j)] - m);
+        sum += z[size_t(j)];
+      }
+      const float denom = sum + std::exp(sink[h] - m);
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      for (int64_t j = 0; j < n; ++j) {
+        const float w = z[size_t(j)] / denom;
+        const float* c = entries[j];
+        for (int64_t d = 0; d < dim; ++d) acc[size_t(d)] += w * c[d];
+      }
+      for (int64_t d = 0; d < dim; ++d) out[h * dim + d] = round_bf16(acc[size_t(d)]);
+    }
+  });
+}
+
+}  // namespace strata::kernels

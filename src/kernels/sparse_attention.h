@@ -1,0 +1,15 @@
+// Attention of H query heads over one list of shared key=value entries (DeepSeek-V4's shared
+// KV MQA): z_j = (q_h · c_j) · scale, weights exp(z_j - m) / (Σ_k exp(z_k - m) + exp(sink_h - m)),
+// o_h = Σ_j w_j c_j. The sink enters the denominator only. Entries are summed in list order;
+// the caller fixes that order (window oldest→newest, then compressed entries).
+#pragma once
+#include <cstdint>
+
+namespace strata::kernels {
+
+// q: [heads, dim]; entries: n pointers to dim floats; sink: [heads]; out: [heads, dim],
+// rounded to bf16 (the reference returns q's dtype). n may be 0 (output is then 0).
+void sparse_attention(const float* q, int64_t heads, int64_t dim, const float* const* entries, int64_t n,
+                      const float* sink, float scale, float* out);
+
+}  // namespace strata::kernels
