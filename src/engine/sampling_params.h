@@ -1,0 +1,50 @@
+// Per-request sampling parameters, with OpenAI/vLLM names, defaults and validation.
+//
+// validate() throws strata::Error with a one-line OpenAI-style message ("temperature must be
+// in [0, 2]") so that the server can return it verbatim as an HTTP 400.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace strata {
+
+// Which distribution reported logprobs come from. vLLM (v1) defaults to the raw model output,
+// before penalties, temperature and truncation; "processed" is the distribution actually
+// sampled from (after every step; truncated tokens get -inf).
+enum class LogprobsMode { raw, processed };
+
+inline constexpr int kMaxLogprobs = 20;
+
+struct SamplingParams {
+  double temperature = 1.0;         // 0 = greedy; OpenAI range [0, 2]
+  int32_t top_k = 0;                // 0 or -1 = disabled (vLLM accepts both)
+  double top_p = 1.0;               // (0, 1]; 1 = disabled
+  double min_p = 0.0;               // [0, 1]; 0 = disabled
+  double repetition_penalty = 1.0;  // > 0; 1 = disabled; over prompt + generated tokens
+  double presence_penalty = 0.0;    // [-2, 2]; over generated tokens
+  double frequency_penalty = 0.0;   // [-2, 2]; over generated tokens
+  std::optional<int64_t> max_tokens;  // none = bounded only by the context (the engine's limit)
+  std::vector<std::string> stop;      // stop strings, matched on the detokenized text
+  std::vector<int32_t> stop_token_ids;  // stop tokens in addition to EOS
+  bool ignore_eos = false;
+  std::optional<uint64_t> seed;       // none = derived from the request id
+  std::optional<int> logprobs;        // top-N alternatives, [0, 20]; 0 = sampled token only
+  LogprobsMode logprobs_mode = LogprobsMode::raw;
+
+  bool greedy() const { return temperature == 0.0; }
+
+  // Throws strata::Error naming the first invalid field.
+  void validate() const;
+};
+
+// JSON with the OpenAI/vLLM field names; missing fields keep their defaults, unknown fields are
+// ignored (the server owns the rest of the request). from_json validates and throws
+// strata::Error on a wrongly typed or out-of-range field. "stop" may be a string or an array.
+void to_json(nlohmann::json& j, const SamplingParams& p);
+void from_json(const nlohmann::json& j, SamplingParams& p);
+
+}  // namespace strata
