@@ -1,0 +1,125 @@
+#include "models/deepseek_v4/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/numfmt.h"
+#include "kernels/dot.h"
+#include "kernels/quant.h"
+#include "kernels/rmsnorm.h"
+#include "kernels/sparse_attention.h"
+
+namespace strata::dsv4 {
+
+using std::vector;
+
+void init_layer_state(const AttentionSpec& s, LayerState& st) {
+  st.window = s.window;
+  st.head_dim = s.head_dim;
+  st.ring.assign(size_t(s.window * s.head_dim), 0.0f);
+  if (s.ratio > 0) st.compressor.init(s.ratio, s.head_dim);
+  if (s.ratio == 4) st.index_keys.init(s.ratio, s.indexer.head_dim);
+}
+
+void rescale_heads(float* q, int64_t heads, int64_t hd, float eps) {
+  // q *= rsqrt(q.square().mean(-1) + eps) on a bf16 tensor: every step rounds to bf16
+  vector<float> sq(static_cast<size_t>(hd));
+  for (int64_t h = 0; h < heads; ++h) {
+    float* qh = q + h * hd;
+    for (int64_t i = 0; i < hd; ++i) sq[size_t(i)] = round_bf16(qh[i] * qh[i]);
+    float sum = 0.0f;
+    {
+      float l[kernels::kDotLanes] = {};
+      for (int64_t i = 0; i < hd; ++i) l[i % kernels::kDotLanes] += sq[size_t(i)];
+      sum = kernels::fold16(l);
+    }
+    float mean = round_bf16(sum / float(hd));
+    float r = round_bf16(1.0f / std::sqrt(round_bf16(mean + eps)));
+    for (int64_t i = 0; i < hd; ++i) qh[i] = round_bf16(qh[i] * r);
+  }
+}
+
+void finish_window_entry(const AttentionWeights& w, const AttentionSpec& s, float* kv, int64_t pos) {
+  kernels::rms_norm(kv, w.kv_norm, s.head_dim, s.norm_eps, kv);
+  s.rope->apply(kv + s.head_dim - s.rope_dim, pos);
+  // FP8-simulate the NoPE dims (QAT); RoPE dims stay bf16
+  kernels::fake_quant_fp8(kv, s.head_dim - s.rope_dim, 64);
+}
+
+void attention_forward(const AttentionWeights& w, const AttentionSpec& s, LayerState& st, const float* x, int64_t rows,
+                       int64_t pos0, float* out) {
+  const int64_t d = s.dim, H = s.heads, hd = s.head_dim, rd = s.rope_dim, ql = s.q_lora_rank;
+  // --- batched projections (each row independent) ---
+  vector<float> qr(size_t(rows * ql)), q(size_t(rows * H * hd)), kv(size_t(rows * hd));
+  kernels::linear(w.wq_a, x, rows, qr.data(), true);
+  for (int64_t r = 0; r < rows; ++r) kernels::rms_norm(qr.data() + r * ql, w.q_norm, ql, s.norm_eps, qr.data() + r * ql);
+  kernels::linear(w.wq_b, qr.data(), rows, q.data(), true);
+  kernels::linear(w.wkv, x, rows, kv.data(), true);
+  for (int64_t r = 0; r < rows; ++r) {
+    float* qrow = q.data() + r * H * hd;
+    rescale_heads(qrow, H, hd, s.norm_eps);
+    for (int64_t h = 0; h < H; ++h) s.rope->apply(qrow + h * hd + hd - rd, pos0 + r);
+    finish_window_entry(w, s, kv.data() + r * hd, pos0 + r);
+  }
+  const int64_t cw = s.ratio == 4 ? 2 * hd : hd;
+  vector<float> ckv, cscore, iq, iw, ikv, iscore;
+  if (s.ratio > 0) {
+    ckv.resize(size_t(rows * cw));
+    cscore.resize(size_t(rows * cw));
+    compressor_project(w.compressor, s.compressor, x, rows, ckv.data(), cscore.data());
+  }
+  const IndexerSpec& is = s.indexer;
+  if (s.ratio == 4) {
+    iq.resize(size_t(rows * is.heads * is.head_dim));
+    iw.resize(size_t(rows * is.heads));
+    ikv.resize(size_t(rows * 2 * is.head_dim));
+    iscore.resize(size_t(rows * 2 * is.head_dim));
+    indexer_queries(w.indexer, is, qr.data(), rows, pos0, iq.data());
+    indexer_weights(w.indexer, is, x, rows, iw.data());
+    compressor_project(w.indexer.compressor, is.compressor, x, rows, ikv.data(), iscore.data());
+  }
+
+  // --- token by token against the evolving state ---
+  vector<float> o(size_t(rows * H * hd));
+  vector<const float*> entries;
+  const float scale = float(std::pow(double(hd), -0.5));
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t pos = pos0 + r;
+    std::copy_n(kv.data() + r * hd, hd, st.ring.data() + (pos % s.window) * hd);
+    entries.clear();
+    for (int64_t p = std::max<int64_t>(0, pos - s.window + 1); p <= pos; ++p) entries.push_back(st.window_entry(p));
+    if (s.ratio > 0) {
+      compressor_step(w.compressor, s.compressor, st.compressor, ckv.data() + r * cw, cscore.data() + r * cw, pos);
+      const int64_t visible = (pos + 1) / s.ratio;
+      if (s.ratio == 4) {
+        compressor_step(w.indexer.compressor, is.compressor, st.index_keys, ikv.data() + r * 2 * is.head_dim,
+                        iscore.data() + r * 2 * is.head_dim, pos);
+        for (int64_t i : indexer_select(is, iq.data() + r * is.heads * is.head_dim, iw.data() + r * is.heads,
+                                        st.index_keys, visible))
+          entries.push_back(st.compressor.entry(i));
+      } else {
+        for (int64_t i = 0; i < visible; ++i) entries.push_back(st.compressor.entry(i));
+      }
+    }
+    float* orow = o.data() + r * H * hd;
+    kernels::sparse_attention(q.data() + r * H * hd, H, hd, entries.data(), int64_t(entries.size()), w.attn_sink, scale,
+                              orow);
+    for (int64_t h = 0; h < H; ++h) s.rope->apply(orow + h * hd + hd - rd, pos, true);
+  }
+
+  // --- grouped low-rank output: each group's heads through its own wo_a slice, then wo_b ---
+  const int64_t G = s.groups, ol = s.o_lora_rank, gin = H * hd / G;
+  vector<float> og(size_t(rows * G * ol));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t g = 0; g < G; ++g) {
+      kernels::LinearWeight wg = w.wo_a_view;
+      wg.data = static_cast<const uint16_t*>(w.wo_a_view.data) + g * ol * gin;
+      wg.out = ol;
+      kernels::linear(wg, o.data() + r * H * hd + g * gin, 1, og.data() + (r * G + g) * ol, true);
+    }
+  kernels::linear(w.wo_b, og.data(), rows, out, true);
+  (void)d;
+}
+
+}  // namespace strata::dsv4

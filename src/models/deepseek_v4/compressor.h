@@ -1,0 +1,50 @@
+// The KV compressor (reference class Compressor): learned gated pooling of `ratio` tokens into
+// one entry. Per token: fp32 projections kv = Wkv·x, score = Wgate·x + ape[pos % ratio] are
+// written into a slot state; when a block completes ((pos+1) % ratio == 0) a per-channel
+// softmax over the slots pools it. Ratio 4 overlaps: the entry reads the previous block's
+// first-half channels (slots 0..3) and the current block's second-half channels (4..7).
+// Then: bf16 cast, RMSNorm, RoPE on the last rope_dim dims at the block's first position
+// (pos + 1 − ratio), and FP8 fake-quant of the other dims in 64-blocks — or, for the
+// indexer's compressor (rotate), a Hadamard rotation and FP4 fake-quant of the whole vector.
+//
+// Prefill in the reference pools whole blocks at once; that is the same arithmetic on the
+// same slot values, so strata always runs the per-token path (token-by-token == all at once).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "kernels/rope.h"
+#include "models/deepseek_v4/weights.h"
+
+namespace strata::dsv4 {
+
+struct CompressorState {
+  int64_t ratio = 0, head_dim = 0;
+  bool overlap = false;
+  // Slot state [coff·ratio][coff·head_dim]; with overlap rows 0..ratio-1 hold the previous
+  // block, rows ratio.. the current one. kv starts at 0 and score at −inf (empty slots weigh 0).
+  std::vector<float> kv, score;
+  std::vector<float> entries;  // completed entries [n][head_dim], bf16 values
+  int64_t n_entries() const { return head_dim ? int64_t(entries.size()) / head_dim : 0; }
+  const float* entry(int64_t i) const { return entries.data() + i * head_dim; }
+
+  void init(int64_t ratio, int64_t head_dim);
+};
+
+struct CompressorSpec {
+  int64_t ratio = 0, head_dim = 0, rope_dim = 0;
+  bool rotate = false;  // indexer keys: Hadamard + FP4 instead of FP8 on the NoPE dims
+  float norm_eps = 1e-6f;
+  const kernels::RopeTable* rope = nullptr;
+};
+
+// fp32 projections of `rows` inputs x[rows, d] (bf16 values): kv and score, [rows, coff·head_dim].
+void compressor_project(const CompressorWeights& w, const CompressorSpec& s, const float* x, int64_t rows, float* kv,
+                        float* score);
+
+// Feeds one token's projections at position pos; appends an entry when its block completes.
+// Returns true when an entry was produced.
+bool compressor_step(const CompressorWeights& w, const CompressorSpec& s, CompressorState& st, const float* kv,
+                     const float* score, int64_t pos);
+
+}  // namespace strata::dsv4

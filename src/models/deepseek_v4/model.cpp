@@ -1,0 +1,117 @@
+#include "models/deepseek_v4/model.h"
+
+#include "core/error.h"
+#include "core/numfmt.h"
+#include "kernels/rmsnorm.h"
+#include "models/deepseek_v4/tensors.h"
+
+namespace strata::dsv4 {
+
+using std::vector;
+
+std::unique_ptr<Model> Model::load(const std::string& dir) {
+  Config c = load_config(dir);
+  SafetensorsCheckpoint ck = SafetensorsCheckpoint::open_dir(dir);
+  require_valid_checkpoint(c, ck, dir);
+  return std::make_unique<Model>(std::move(c), std::move(ck));
+}
+
+Model::Model(Config c, SafetensorsCheckpoint ckpt) : cfg_(std::move(c)), ckpt_(std::move(ckpt)) {
+  w_ = bind_weights(cfg_, ckpt_);
+  const auto& y = cfg_.rope_scaling;
+  rope_window_ = kernels::RopeTable(cfg_.qk_rope_head_dim, cfg_.rope_theta, kernels::YarnParams{});
+  kernels::YarnParams yp{y.factor, y.factor > 1.0 ? y.original_max_position_embeddings : 0, y.beta_fast, y.beta_slow};
+  rope_compressed_ = kernels::RopeTable(cfg_.qk_rope_head_dim, cfg_.compress_rope_theta > 0 ? cfg_.compress_rope_theta : cfg_.rope_theta, yp);
+  hc_ = HcSpec{cfg_.hc_mult, cfg_.hidden_size, cfg_.hc_sinkhorn_iters, float(cfg_.hc_eps), float(cfg_.rms_norm_eps)};
+  const float eps = float(cfg_.rms_norm_eps);
+  for (int64_t L = 0; L < cfg_.num_hidden_layers; ++L) {
+    AttentionSpec a;
+    a.dim = cfg_.hidden_size;
+    a.heads = cfg_.num_attention_heads;
+    a.head_dim = cfg_.head_dim;
+    a.rope_dim = cfg_.qk_rope_head_dim;
+    a.q_lora_rank = cfg_.q_lora_rank;
+    a.groups = cfg_.o_groups;
+    a.o_lora_rank = cfg_.o_lora_rank;
+    a.window = cfg_.sliding_window;
+    a.ratio = cfg_.compress_ratio(L);
+    a.norm_eps = eps;
+    a.rope = a.ratio > 0 ? &rope_compressed_ : &rope_window_;
+    a.compressor = CompressorSpec{a.ratio, a.head_dim, a.rope_dim, false, eps, a.rope};
+    a.indexer.heads = cfg_.index_n_heads;
+    a.indexer.head_dim = cfg_.index_head_dim;
+    a.indexer.rope_dim = cfg_.qk_rope_head_dim;
+    a.indexer.topk = cfg_.index_topk;
+    a.indexer.rope = a.rope;
+    a.indexer.compressor = CompressorSpec{a.ratio, cfg_.index_head_dim, a.rope_dim, true, eps, a.rope};
+    attn_.push_back(a);
+    MoeSpec m;
+    m.dim = cfg_.hidden_size;
+    m.experts = cfg_.n_routed_experts;
+    m.topk = cfg_.num_experts_per_tok;
+    m.inter = cfg_.moe_intermediate_size;
+    m.scoring = cfg_.scoring_func;
+    m.route_scale = float(cfg_.routed_scaling_factor);
+    m.swiglu_limit = float(cfg_.swiglu_limit);
+    m.hash = cfg_.is_hash_layer(L);
+    m.vocab = cfg_.vocab_size;
+    moe_.push_back(m);
+  }
+}
+
+SequenceState Model::new_sequence() const {
+  SequenceState st;
+  st.layers.resize(attn_.size());
+  for (size_t L = 0; L < attn_.size(); ++L) init_layer_state(attn_[L], st.layers[L]);
+  return st;
+}
+
+vector<float> Model::logits_from_state(const float* state) const {
+  const int64_t d = cfg_.hidden_size;
+  vector<float> y(static_cast<size_t>(d)), logits(static_cast<size_t>(cfg_.vocab_size));
+  hc_head(w_.hc_head, hc_, state, y.data());
+  kernels::rms_norm(y.data(), w_.norm, d, float(cfg_.rms_norm_eps), y.data());
+  kernels::linear(w_.head, y.data(), 1, logits.data(), false);
+  return logits;
+}
+
+vector<float> Model::forward(SequenceState& st, const int64_t* ids, int64_t n) {
+  if (n < 1) throw Error("forward: no tokens to run");
+  if (st.layers.size() != attn_.size()) throw Error("forward: sequence state does not belong to this model");
+  for (int64_t i = 0; i < n; ++i)
+    if (ids[i] < 0 || ids[i] >= cfg_.vocab_size)
+      throw Error("token id " + std::to_string(ids[i]) + " is outside the vocabulary [0, " +
+                  std::to_string(cfg_.vocab_size) + ")");
+  if (st.pos + n > max_positions())
+    throw Error("sequence of " + std::to_string(st.pos + n) + " tokens exceeds max_position_embeddings " +
+                std::to_string(max_positions()));
+  const int64_t d = cfg_.hidden_size, hc = cfg_.hc_mult;
+  const float eps = float(cfg_.rms_norm_eps);
+  // Residual streams [n][hc][d]: the embedding copied hc times.
+  vector<float> h(size_t(n * hc * d));
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t j = 0; j < hc; ++j)
+      for (int64_t c = 0; c < d; ++c) h[size_t((t * hc + j) * d + c)] = bf16_to_f32(w_.embed[ids[t] * d + c]);
+  vector<float> xin(size_t(n * d)), out(size_t(n * d)), post(size_t(n * hc)), comb(size_t(n * hc * hc));
+  for (size_t L = 0; L < attn_.size(); ++L) {
+    const LayerWeights& lw = w_.layers[L];
+    for (int64_t t = 0; t < n; ++t) {
+      hc_pre(lw.hc_attn, hc_, h.data() + t * hc * d, xin.data() + t * d, post.data() + t * hc, comb.data() + t * hc * hc);
+      kernels::rms_norm(xin.data() + t * d, lw.attn_norm, d, eps, xin.data() + t * d);
+    }
+    attention_forward(lw.attn, attn_[L], st.layers[L], xin.data(), n, st.pos, out.data());
+    for (int64_t t = 0; t < n; ++t)
+      hc_post(hc_, out.data() + t * d, post.data() + t * hc, comb.data() + t * hc * hc, h.data() + t * hc * d);
+    for (int64_t t = 0; t < n; ++t) {
+      hc_pre(lw.hc_ffn, hc_, h.data() + t * hc * d, xin.data() + t * d, post.data() + t * hc, comb.data() + t * hc * hc);
+      kernels::rms_norm(xin.data() + t * d, lw.ffn_norm, d, eps, xin.data() + t * d);
+    }
+    moe_forward(lw.ffn, moe_[L], xin.data(), ids, n, out.data());
+    for (int64_t t = 0; t < n; ++t)
+      hc_post(hc_, out.data() + t * d, post.data() + t * hc, comb.data() + t * hc * hc, h.data() + t * hc * d);
+  }
+  st.pos += n;
+  return logits_from_state(h.data() + (n - 1) * hc * d);
+}
+
+}  // namespace strata::dsv4

@@ -1,0 +1,64 @@
+// The DeepSeek-V4 forward pass on CPU: embedding → hc_mult streams → per layer
+// (hc_pre, attn_norm, attention, hc_post; hc_pre, ffn_norm, MoE, hc_post) → hc_head →
+// final norm → fp32 logits. Numerics follow DeepSeek's reference inference code (bf16
+// activations, FP8/FP4 linears with FP8 activations, fp32 router/compressor/head); every
+// reduction has a fixed order, so logits are bitwise independent of thread count and of how
+// a sequence is split into chunks. The MTP block (mtp.0) is not run.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/safetensors.h"
+#include "kernels/rope.h"
+#include "models/deepseek_v4/attention.h"
+#include "models/deepseek_v4/config.h"
+#include "models/deepseek_v4/mhc.h"
+#include "models/deepseek_v4/moe.h"
+#include "models/deepseek_v4/state.h"
+#include "models/deepseek_v4/weights.h"
+
+namespace strata::dsv4 {
+
+class Model {
+ public:
+  // Opens DIR (config.json + safetensors), checks the checkpoint against the config, binds
+  // the weights.
+  static std::unique_ptr<Model> load(const std::string& dir);
+  Model(Config c, SafetensorsCheckpoint ckpt);
+
+  const Config& config() const { return cfg_; }
+  // Longest sequence a state may reach (max_position_embeddings).
+  int64_t max_positions() const { return cfg_.max_position_embeddings; }
+
+  SequenceState new_sequence() const;
+
+  // Runs ids[0..n) at positions st.pos .. st.pos+n-1, advancing st; returns the fp32 logits
+  // [vocab] of the last token. Throws Error for out-of-vocab ids or a sequence past
+  // max_positions() (the state is left untouched then). n must be >= 1.
+  std::vector<float> forward(SequenceState& st, const int64_t* ids, int64_t n);
+  std::vector<float> prefill(SequenceState& st, const std::vector<int64_t>& ids) {
+    return forward(st, ids.data(), int64_t(ids.size()));
+  }
+  std::vector<float> decode(SequenceState& st, int64_t id) { return forward(st, &id, 1); }
+
+  // Pieces for tests and tools.
+  const ModelWeights& weights() const { return w_; }
+  const AttentionSpec& attention_spec(int64_t layer) const { return attn_[size_t(layer)]; }
+  const MoeSpec& moe_spec(int64_t layer) const { return moe_[size_t(layer)]; }
+  const HcSpec& hc_spec() const { return hc_; }
+  // Final stage: hc_head, norm, head on one [hc, d] state.
+  std::vector<float> logits_from_state(const float* state) const;
+
+ private:
+  Config cfg_;
+  SafetensorsCheckpoint ckpt_;
+  ModelWeights w_;
+  kernels::RopeTable rope_window_, rope_compressed_;
+  std::vector<AttentionSpec> attn_;
+  std::vector<MoeSpec> moe_;
+  HcSpec hc_;
+};
+
+}  // namespace strata::dsv4

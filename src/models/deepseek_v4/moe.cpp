@@ -1,0 +1,99 @@
+#include "models/deepseek_v4/moe.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "core/numfmt.h"
+#include "kernels/linear.h"
+#include "kernels/swiglu.h"
+#include "kernels/topk.h"
+
+namespace strata::dsv4 {
+
+using std::vector;
+
+Routing route(const MoeWeights& w, const MoeSpec& s, const float* x, int64_t token) {
+  const int64_t E = s.experts;
+  vector<float> sc(static_cast<size_t>(E));
+  kernels::linear(w.gate, x, 1, sc.data(), false);  // fp32 gate
+  if (s.scoring == "softmax") {
+    float m = *std::max_element(sc.begin(), sc.end()), sum = 0.0f;
+    for (auto& v : sc) sum += (v = std::exp(v - m));
+    for (auto& v : sc) v = v / sum;
+  } else if (s.scoring == "sigmoid") {
+    for (auto& v : sc) v = 1.0f / (1.0f + std::exp(-v));
+  } else {
+    // softplus with torch's threshold (x > 20 → x), then sqrt
+    for (auto& v : sc) v = std::sqrt(v > 20.0f ? v : std::log1p(std::exp(v)));
+  }
+  Routing r;
+  if (s.hash) {
+    if (token < 0 || token >= s.vocab) throw Error("moe: token id " + std::to_string(token) + " out of vocabulary");
+    for (int64_t k = 0; k < s.topk; ++k) {
+      int64_t e = w.tid2eid_i64 ? static_cast<const int64_t*>(w.tid2eid)[token * s.topk + k]
+                                : static_cast<const int32_t*>(w.tid2eid)[token * s.topk + k];
+      if (e < 0 || e >= E) throw Error("moe: tid2eid names expert " + std::to_string(e));
+      r.experts.push_back(e);
+    }
+  } else {
+    vector<float> biased(sc);
+    if (w.bias)
+      for (int64_t e = 0; e < E; ++e) biased[size_t(e)] = sc[size_t(e)] + w.bias[e];
+    r.experts = kernels::topk(biased.data(), E, s.topk);
+  }
+  float sum = 0.0f;
+  for (int64_t e : r.experts) {
+    r.weights.push_back(sc[size_t(e)]);
+    sum += sc[size_t(e)];
+  }
+  for (auto& v : r.weights) {
+    if (s.scoring != "softmax") v = v / sum;
+    v = v * s.route_scale;
+  }
+  return r;
+}
+
+void expert_forward(const ExpertWeights& e, const MoeSpec& s, const float* x, int64_t rows, const float* rw, float* out) {
+  const int64_t mi = e.w1.out;
+  vector<float> g(size_t(rows * mi)), u(size_t(rows * mi)), h(size_t(rows * mi));
+  kernels::linear(e.w1, x, rows, g.data(), true);
+  kernels::linear(e.w3, x, rows, u.data(), true);
+  for (int64_t r = 0; r < rows; ++r)
+    kernels::swiglu(g.data() + r * mi, u.data() + r * mi, mi, s.swiglu_limit, rw ? rw[r] : 1.0f, rw != nullptr,
+                    h.data() + r * mi);
+  kernels::linear(e.w2, h.data(), rows, out, true);
+}
+
+void moe_forward(const MoeWeights& w, const MoeSpec& s, const float* x, const int64_t* ids, int64_t rows, float* out) {
+  const int64_t d = s.dim;
+  vector<Routing> routes;
+  for (int64_t r = 0; r < rows; ++r) routes.push_back(route(w, s, x + r * d, ids[r]));
+  vector<float> y(size_t(rows * d), 0.0f);
+  // Experts in ascending id: each token's routed sum runs in that order whatever the batch.
+  vector<int64_t> members;
+  vector<float> xin, wts, eo;
+  for (int64_t e = 0; e < s.experts; ++e) {
+    members.clear();
+    wts.clear();
+    for (int64_t r = 0; r < rows; ++r)
+      for (size_t k = 0; k < routes[size_t(r)].experts.size(); ++k)
+        if (routes[size_t(r)].experts[k] == e) {
+          members.push_back(r);
+          wts.push_back(routes[size_t(r)].weights[k]);
+        }
+    if (members.empty()) continue;
+    const int64_t n = int64_t(members.size());
+    xin.resize(size_t(n * d));
+    eo.resize(size_t(n * d));
+    for (int64_t i = 0; i < n; ++i) std::copy_n(x + members[size_t(i)] * d, d, xin.data() + i * d);
+    expert_forward(w.experts[size_t(e)], s, xin.data(), n, wts.data(), eo.data());
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t c = 0; c < d; ++c) y[size_t(members[size_t(i)] * d + c)] += eo[size_t(i * d + c)];
+  }
+  eo.resize(size_t(rows * d));
+  expert_forward(w.shared, s, x, rows, nullptr, eo.data());
+  for (int64_t i = 0; i < rows * d; ++i) out[i] = round_bf16(y[size_t(i)] + eo[size_t(i)]);
+}
+
+}  // namespace strata::dsv4

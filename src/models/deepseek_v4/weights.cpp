@@ -1,0 +1,121 @@
+#include "models/deepseek_v4/weights.h"
+
+#include "core/error.h"
+#include "core/numfmt.h"
+
+namespace strata::dsv4 {
+
+namespace {
+
+struct Binder {
+  const SafetensorsCheckpoint& ck;
+
+  TensorRef get(const std::string& name, DType dt, const std::vector<int64_t>& shape) const {
+    TensorRef t = ck.get(name);
+    if (t.info->dtype != dt || t.info->shape != shape)
+      throw Error("tensor " + name + " is " + std::string(dtype_name(t.info->dtype)) + " " + t.info->shape_str() +
+                  ", expected " + std::string(dtype_name(dt)));
+    return t;
+  }
+  const float* f32(const std::string& n, const std::vector<int64_t>& s) const { return get(n, DType::F32, s).as<float>(); }
+  const uint16_t* bf16(const std::string& n, const std::vector<int64_t>& s) const {
+    return get(n, DType::BF16, s).as<uint16_t>();
+  }
+  LinearWeight plain(const std::string& stem, int64_t out, int64_t in) const {
+    return {kernels::WeightFormat::bf16, bf16(stem + ".weight", {out, in}), nullptr, out, in};
+  }
+  LinearWeight fp8(const std::string& stem, int64_t out, int64_t in) const {
+    auto w = get(stem + ".weight", DType::F8_E4M3, {out, in});
+    auto s = get(stem + ".scale", DType::F8_E8M0, {(out + 127) / 128, (in + 127) / 128});
+    return {kernels::WeightFormat::fp8, w.data, s.data, out, in};
+  }
+  LinearWeight fp4(const std::string& stem, int64_t out, int64_t in) const {
+    auto w = get(stem + ".weight", DType::I8, {out, in / 2});
+    auto s = get(stem + ".scale", DType::F8_E8M0, {out, in / 32});
+    return {kernels::WeightFormat::fp4, w.data, s.data, out, in};
+  }
+  CompressorWeights compressor(const std::string& p, int64_t ratio, int64_t hd, int64_t d) const {
+    const int64_t coff = ratio == 4 ? 2 : 1;
+    CompressorWeights w;
+    w.wkv = plain(p + "wkv", coff * hd, d);
+    w.wgate = plain(p + "wgate", coff * hd, d);
+    w.ape = f32(p + "ape", {ratio, coff * hd});
+    w.norm = bf16(p + "norm.weight", {hd});
+    return w;
+  }
+};
+
+}  // namespace
+
+ModelWeights bind_weights(const Config& c, const SafetensorsCheckpoint& ck) {
+  Binder b{ck};
+  const int64_t d = c.hidden_size, V = c.vocab_size, hc = c.hc_mult, H = c.num_attention_heads, hd = c.head_dim;
+  const int64_t G = c.o_groups, ol = c.o_lora_rank, ql = c.q_lora_rank, mi = c.moe_intermediate_size;
+  const int64_t E = c.n_routed_experts, mix = c.mix_hc();
+  ModelWeights m;
+  m.embed = b.bf16("embed.weight", {V, d});
+  m.head = b.plain("head", V, d);
+  m.norm = b.bf16("norm.weight", {d});
+  m.hc_head = {b.f32("hc_head_fn", {hc, hc * d}), b.f32("hc_head_base", {hc}), b.f32("hc_head_scale", {1})};
+  m.layers.resize(size_t(c.num_hidden_layers));
+  for (int64_t L = 0; L < c.num_hidden_layers; ++L) {
+    LayerWeights& lw = m.layers[size_t(L)];
+    const std::string p = "layers." + std::to_string(L) + ".";
+    lw.layer = L;
+    lw.hc_attn = {b.f32(p + "hc_attn_fn", {mix, hc * d}), b.f32(p + "hc_attn_base", {mix}), b.f32(p + "hc_attn_scale", {3})};
+    lw.hc_ffn = {b.f32(p + "hc_ffn_fn", {mix, hc * d}), b.f32(p + "hc_ffn_base", {mix}), b.f32(p + "hc_ffn_scale", {3})};
+    lw.attn_norm = b.bf16(p + "attn_norm.weight", {d});
+    lw.ffn_norm = b.bf16(p + "ffn_norm.weight", {d});
+
+    AttentionWeights& a = lw.attn;
+    const std::string ap = p + "attn.";
+    a.attn_sink = b.f32(ap + "attn_sink", {H});
+    a.wq_a = b.fp8(ap + "wq_a", ql, d);
+    a.q_norm = b.bf16(ap + "q_norm.weight", {ql});
+    a.wq_b = b.fp8(ap + "wq_b", H * hd, ql);
+    a.wkv = b.fp8(ap + "wkv", hd, d);
+    a.kv_norm = b.bf16(ap + "kv_norm.weight", {hd});
+    a.wo_b = b.fp8(ap + "wo_b", d, G * ol);
+    LinearWeight woa = b.fp8(ap + "wo_a", G * ol, H * hd / G);
+    a.wo_a.resize(size_t(woa.out * woa.in));
+    std::vector<float> row(static_cast<size_t>(woa.in));
+    for (int64_t r = 0; r < woa.out; ++r) {
+      kernels::dequant_row(woa, r, row.data());
+      for (int64_t k = 0; k < woa.in; ++k) a.wo_a[size_t(r * woa.in + k)] = f32_to_bf16(row[size_t(k)]);
+    }
+    a.wo_a_view = {kernels::WeightFormat::bf16, a.wo_a.data(), nullptr, woa.out, woa.in};
+    const int64_t ratio = c.compress_ratio(L);
+    if (ratio > 0) a.compressor = b.compressor(ap + "compressor.", ratio, hd, d);
+    if (ratio == 4) {
+      const int64_t ih = c.index_n_heads, id = c.index_head_dim;
+      a.indexer.wq_b = b.fp8(ap + "indexer.wq_b", ih * id, ql);
+      a.indexer.weights_proj = b.plain(ap + "indexer.weights_proj", ih, d);
+      a.indexer.compressor = b.compressor(ap + "indexer.compressor.", ratio, id, d);
+    }
+
+    MoeWeights& f = lw.ffn;
+    const std::string fp = p + "ffn.";
+    f.gate = b.plain(fp + "gate", E, d);
+    if (c.is_hash_layer(L)) {
+      TensorRef t = ck.get(fp + "gate.tid2eid");
+      if ((t.info->dtype != DType::I64 && t.info->dtype != DType::I32) ||
+          t.info->shape != std::vector<int64_t>{V, c.num_experts_per_tok})
+        throw Error("tensor " + fp + "gate.tid2eid must be I64/I32 [vocab, experts_per_tok]");
+      f.tid2eid = t.data;
+      f.tid2eid_i64 = t.info->dtype == DType::I64;
+    } else {
+      f.bias = b.f32(fp + "gate.bias", {E});
+    }
+    f.experts.resize(size_t(E));
+    for (int64_t e = 0; e < E; ++e) {
+      const std::string ep = fp + "experts." + std::to_string(e) + ".";
+      auto lin = [&](const char* n, int64_t o, int64_t i) { return c.experts_fp4() ? b.fp4(ep + n, o, i) : b.fp8(ep + n, o, i); };
+      f.experts[size_t(e)] = {lin("w1", mi, d), lin("w2", d, mi), lin("w3", mi, d)};
+    }
+    f.shared = {b.fp8(fp + "shared_experts.w1", mi, d), b.fp8(fp + "shared_experts.w2", d, mi),
+                b.fp8(fp + "shared_experts.w3", mi, d)};
+  }
+  return m;
+}
+
+}  // namespace strata::dsv4

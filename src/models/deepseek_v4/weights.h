@@ -1,0 +1,81 @@
+// DeepSeek-V4 weights as views into the memory-mapped checkpoint: nothing is copied except
+// wo_a, which the reference dequantizes from FP8 to bf16 at load (its grouped einsum runs in
+// bf16), so strata does the same once per layer instead of per token.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/safetensors.h"
+#include "kernels/linear.h"
+#include "models/deepseek_v4/config.h"
+
+namespace strata::dsv4 {
+
+using kernels::LinearWeight;
+
+struct CompressorWeights {
+  LinearWeight wkv, wgate;        // bf16 [coff·hd, d], used as fp32 linears
+  const float* ape = nullptr;     // [ratio, coff·hd]
+  const uint16_t* norm = nullptr; // bf16 [hd]
+};
+
+struct IndexerWeights {
+  LinearWeight wq_b;              // fp8 [ih·id, ql]
+  LinearWeight weights_proj;      // bf16 [ih, d]
+  CompressorWeights compressor;   // head dim id, rotate + FP4
+};
+
+struct AttentionWeights {
+  const float* attn_sink = nullptr;  // [H]
+  LinearWeight wq_a, wq_b, wkv, wo_b;
+  const uint16_t* q_norm = nullptr;
+  const uint16_t* kv_norm = nullptr;
+  std::vector<uint16_t> wo_a;        // bf16 [G·ol, H·hd/G], dequantized at load
+  LinearWeight wo_a_view;            // view of wo_a (bf16)
+  CompressorWeights compressor;      // ratio > 0
+  IndexerWeights indexer;            // ratio 4
+};
+
+struct ExpertWeights {
+  LinearWeight w1, w2, w3;
+};
+
+struct MoeWeights {
+  LinearWeight gate;                 // bf16 [E, d], used as an fp32 linear
+  const float* bias = nullptr;       // [E], score-routed layers
+  const void* tid2eid = nullptr;     // [V, k], hash-routed layers
+  bool tid2eid_i64 = true;
+  std::vector<ExpertWeights> experts;
+  ExpertWeights shared;
+};
+
+struct HcWeights {
+  const float* fn = nullptr;     // [mix, hc·d]
+  const float* base = nullptr;   // [mix]
+  const float* scale = nullptr;  // [3] (or [1] for the head)
+};
+
+struct LayerWeights {
+  int64_t layer = 0;
+  HcWeights hc_attn, hc_ffn;
+  const uint16_t* attn_norm = nullptr;
+  const uint16_t* ffn_norm = nullptr;
+  AttentionWeights attn;
+  MoeWeights ffn;
+};
+
+struct ModelWeights {
+  const uint16_t* embed = nullptr;  // bf16 [V, d]
+  LinearWeight head;                // bf16 [V, d], used as an fp32 linear
+  const uint16_t* norm = nullptr;
+  HcWeights hc_head;
+  std::vector<LayerWeights> layers;  // main layers only (MTP is not wired yet)
+};
+
+// Binds every main-layer tensor of the checkpoint (which must match the config: see
+// tensors.h's check) and dequantizes wo_a.
+ModelWeights bind_weights(const Config& c, const SafetensorsCheckpoint& ckpt);
+
+}  // namespace strata::dsv4
