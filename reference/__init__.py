@@ -1,0 +1,1 @@
+"""strata's own PyTorch reference implementation of DeepSeek-V4 (see reference/README.md)."""
