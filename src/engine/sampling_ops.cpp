@@ -1,0 +1,137 @@
+#include "engine/sampling_ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "core/error.h"
+#include "engine/sampling_params.h"
+
+namespace strata {
+
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// Above this k a heap costs more than selecting on a copy of the vector.
+constexpr size_t kHeapTopK = 1024;
+
+}  // namespace
+
+float checked_max(std::span<const float> logits) {
+  float m = -kInf;
+  bool bad = false;
+  for (float x : logits) {
+    bad |= !(x < kInf);  // NaN or +inf
+    m = x > m ? x : m;
+  }
+  if (bad) throw Error("logits contain NaN or +inf");
+  if (m == -kInf) throw Error("every token is masked (all logits are -inf)");
+  return m;
+}
+
+int32_t argmax(std::span<const float> logits) {
+  checked_max(logits);
+  size_t best = 0;
+  for (size_t i = 1; i < logits.size(); ++i)
+    if (logits[i] > logits[best]) best = i;  // strict: the first (lowest id) maximum wins
+  return int32_t(best);
+}
+
+float kth_largest(std::span<const float> logits, size_t k) {
+  if (k == 0 || k > logits.size()) throw Error("kth_largest: k out of range");
+  if (k <= kHeapTopK) {
+    // Min-heap of the k largest so far; most tokens fail the first comparison and cost one
+    // compare each.
+    std::vector<float> heap(logits.begin(), logits.begin() + k);
+    std::make_heap(heap.begin(), heap.end(), std::greater<float>());
+    for (size_t i = k; i < logits.size(); ++i) {
+      if (logits[i] > heap.front()) {
+        std::pop_heap(heap.begin(), heap.end(), std::greater<float>());
+        heap.back() = logits[i];
+        std::push_heap(heap.begin(), heap.end(), std::greater<float>());
+      }
+    }
+    return heap.front();
+  }
+  std::vector<float> copy(logits.begin(), logits.end());
+  std::nth_element(copy.begin(), copy.begin() + (k - 1), copy.end(), std::greater<float>());
+  return copy[k - 1];
+}
+
+void gather_candidates(std::span<const float> logits, float max_logit, float threshold,
+                       float temperature, std::vector<Candidate>& out) {
+  out.clear();
+  // Shift before dividing: (l - max) / T <= 0, so a tiny temperature cannot overflow.
+  for (size_t i = 0; i < logits.size(); ++i) {
+    float l = logits[i];
+    if (l >= threshold && l > -kInf) {
+      float s = (l - max_logit) / temperature;
+      out.push_back({s, std::exp(s), int32_t(i)});
+    }
+  }
+}
+
+void apply_top_p(std::vector<Candidate>& c, double p) {
+  if (p >= 1.0 || c.size() <= 1) return;
+  double total = 0;
+  for (const auto& x : c) total += x.weight;
+  const double target = p * total;
+  // Quickselect on mass. Invariant: c[0, lo) precede everything in c[lo, hi) and are kept,
+  // c[hi, n) are dropped, and `before` is the mass of c[0, lo).
+  size_t lo = 0, hi = c.size();
+  double before = 0;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    std::nth_element(c.begin() + lo, c.begin() + mid, c.begin() + hi, precedes);
+    double m = before;
+    for (size_t i = lo; i < mid; ++i) m += c[i].weight;
+    if (m < target) {  // mass before c[mid] is short of p: c[mid] (and all before it) stay
+      before = m + c[mid].weight;
+      lo = mid + 1;
+    } else {  // c[mid] and everything after it are past the nucleus
+      hi = mid;
+    }
+  }
+  c.resize(lo);
+}
+
+void apply_min_p(std::vector<Candidate>& c, double min_p) {
+  if (min_p <= 0.0 || c.empty()) return;
+  float top = 0;
+  for (const auto& x : c) top = std::max(top, x.weight);
+  // Normalization cancels: p_i >= min_p * p_max  <=>  w_i >= min_p * w_max.
+  const float cut = float(min_p) * top;
+  std::erase_if(c, [cut](const Candidate& x) { return x.weight < cut; });
+}
+
+void process_logits(std::span<const float> logits, const SamplingParams& p,
+                    std::vector<Candidate>& out) {
+  const float max_logit = checked_max(logits);
+  float threshold = -kInf;
+  // Top-k commutes with a positive temperature, so it is found on the unscaled logits and
+  // only its survivors are gathered. Ties with the k-th logit are kept, as in vLLM and HF.
+  if (p.top_k > 0 && size_t(p.top_k) < logits.size()) threshold = kth_largest(logits, size_t(p.top_k));
+  gather_candidates(logits, max_logit, threshold, float(p.temperature), out);
+  apply_top_p(out, p.top_p);
+  apply_min_p(out, p.min_p);
+}
+
+size_t sample_index(std::span<const Candidate> c, double u) {
+  if (c.empty()) throw Error("sample_index: no candidates");
+  double total = 0;
+  for (const auto& x : c) total += x.weight;
+  const double target = u * total;
+  double acc = 0;
+  size_t last_positive = 0;
+  for (size_t i = 0; i < c.size(); ++i) {
+    if (c[i].weight <= 0) continue;
+    acc += c[i].weight;
+    last_positive = i;
+    if (target < acc) return i;
+  }
+  return last_positive;  // u * total rounded up to the total
+}
+
+}  // namespace strata
