@@ -1,0 +1,51 @@
+// The BPE model of a byte-level tokenizer.json: turns one pre-token (raw bytes) into vocab
+// ids by applying merges in rank order (lowest rank first, leftmost first among equals).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace strata {
+
+class Bpe {
+ public:
+  // `model` is tokenizer.json's "model" object; throws Error unless it is a byte-level BPE
+  // whose merges refer to vocab tokens.
+  explicit Bpe(const nlohmann::json& model);
+
+  // Appends the ids of one pre-token. Results for words up to 256 bytes are cached.
+  void encode_word(std::string_view bytes, std::vector<int32_t>& out) const;
+
+  // Vocab in tokenizer.json's spelling (mapped characters).
+  const std::unordered_map<std::string, int32_t>& vocab() const { return vocab_; }
+  // Raw bytes of each id (the token as written where it is not byte-mapped); empty optional
+  // for ids the vocab does not have.
+  const std::vector<std::optional<std::string>>& id_bytes() const { return id_bytes_; }
+
+ private:
+  struct Merge { int32_t rank, id; };
+  void merge_word(std::string_view bytes, std::vector<int32_t>& out) const;
+  const Merge* find_merge(int32_t a, int32_t b) const;
+
+  std::unordered_map<std::string, int32_t> vocab_;
+  std::vector<std::optional<std::string>> id_bytes_;
+  int32_t byte_id_[256];                       // -1: byte not in vocab
+  std::optional<int32_t> unk_id_;
+  bool ignore_merges_ = false;
+  std::unordered_map<std::string, int32_t> bytes_to_id_;  // only with ignore_merges
+  // Open-addressing table keyed by the pair of ids: merges are looked up in the inner loop.
+  std::vector<uint64_t> merge_keys_;
+  std::vector<Merge> merge_vals_;
+  uint64_t merge_mask_ = 0;
+
+  mutable std::mutex cache_mu_;
+  mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;
+};
+
+}  // namespace strata
