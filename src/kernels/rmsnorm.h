@@ -9,7 +9,7 @@ namespace strata::kernels {
 // weight: n bf16 values, or nullptr for no learned scale. round_bf16 = round the output.
 void rms_norm(const float* x, const uint16_t* weight, int64_t n, float eps, float* y, bool round_bf16 = true);
 
-// 1 / sqrt(mean(x²) + eps) in fp32 (rsqrt as 1/sqrt, two roundings, like torch on CPU).
+// rsqrt(mean(x²) + eps): mean and +eps in fp32, the rsqrt in fp64 rounded once.
 float rms_scale(const float* x, int64_t n, float eps);
 
 }  // namespace strata::kernels

@@ -12,6 +12,7 @@ namespace strata::kernels {
 void hc_split_sinkhorn(const float* mixes, const float* scale3, const float* base, int64_t hc, int64_t iters,
                        float eps, float* pre, float* post, float* comb);
 
-inline float sigmoid(float x) { return 1.0f / (1.0f + __builtin_expf(-x)); }
+// fp32 sigmoid evaluated in fp64 and rounded once (as the reference does).
+inline float sigmoid(float x) { return float(1.0 / (1.0 + __builtin_exp(-double(x)))); }
 
 }  // namespace strata::kernels

@@ -8,7 +8,7 @@ namespace strata::kernels {
 
 float rms_scale(const float* x, int64_t n, float eps) {
   float mean = sum_squares(x, n) / float(n);
-  return 1.0f / std::sqrt(mean + eps);
+  return float(1.0 / std::sqrt(double(mean + eps)));  // rsqrt in fp64, one rounding
 }
 
 void rms_norm(const float* x, const uint16_t* weight, int64_t n, float eps, float* y, bool rb) {

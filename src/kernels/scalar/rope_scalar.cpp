@@ -46,8 +46,8 @@ void RopeTable::angles(int64_t pos, float* c, float* s) const {
   const float p = float(pos);
   for (size_t k = 0; k < freqs_.size(); ++k) {
     float a = p * freqs_[k];
-    c[k] = std::cos(a);
-    s[k] = std::sin(a);
+    c[k] = float(std::cos(double(a)));  // fp64, one rounding
+    s[k] = float(std::sin(double(a)));
   }
 }
 

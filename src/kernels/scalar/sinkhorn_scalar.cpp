@@ -34,7 +34,7 @@ void hc_split_sinkhorn(const float* mixes, const float* s, const float* base, in
     float m = *std::max_element(row, row + hc);
     float sum = 0.0f;
     for (int64_t c = 0; c < hc; ++c) {
-      row[c] = std::exp(row[c] - m);
+      row[c] = float(std::exp(double(row[c] - m)));  // fp64 exp, one rounding
       sum += row[c];
     }
     for (int64_t c = 0; c < hc; ++c) row[c] = row[c] / sum + eps;

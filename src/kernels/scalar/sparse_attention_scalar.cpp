@@ -21,18 +21,21 @@ void sparse_attention(const float* q, int64_t heads, int64_t dim, const float* c
         z[size_t(j)] = dot(qh, entries[j], dim) * scale;
         m = std::max(m, z[size_t(j)]);
       }
-      float sum = 0.0f;
+      // p_j = exp(z_j - m) (fp64, rounded once); l = Σ p_j + exp(sink - m); o = Σ bf16(p_j)·c_j / l
+      double l = 0.0;
       for (int64_t j = 0; j < n; ++j) {
-        z[size_t(j)] = std::exp(z[size_t(j)] - m);
-        sum += z[size_t(j)];
+        z[size_t(j)] = float(std::exp(double(z[size_t(j)] - m)));
+        l += double(z[size_t(j)]);
       }
-      const float denom = sum + std::exp(sink[h] - m);
+      l += double(float(std::exp(double(sink[h] - m))));
+      const float lf = float(l);
       std::fill(acc.begin(), acc.end(), 0.0f);
       for (int64_t j = 0; j < n; ++j) {
-        const float w = z[size_t(j)] / denom;
+        const float w = round_bf16(z[size_t(j)]);
         const float* c = entries[j];
         for (int64_t d = 0; d < dim; ++d) acc[size_t(d)] += w * c[d];
       }
+      for (int64_t d = 0; d < dim; ++d) acc[size_t(d)] = acc[size_t(d)] / lf;
       for (int64_t d = 0; d < dim; ++d) out[h * dim + d] = round_bf16(acc[size_t(d)]);
     }
   });

@@ -13,7 +13,7 @@ void swiglu(const float* gate, const float* up, int64_t n, float limit, float we
       u = std::clamp(u, -limit, limit);
       g = std::min(g, limit);
     }
-    float silu = g / (1.0f + std::exp(-g));
+    float silu = float(double(g) / (1.0 + std::exp(-double(g))));  // fp64, one rounding
     float v = silu * u;
     if (apply_weight) v = weight * v;
     out[i] = round_bf16(v);

@@ -35,7 +35,7 @@ void rescale_heads(float* q, int64_t heads, int64_t hd, float eps) {
       sum = kernels::fold16(l);
     }
     float mean = round_bf16(sum / float(hd));
-    float r = round_bf16(1.0f / std::sqrt(round_bf16(mean + eps)));
+    float r = round_bf16(float(1.0 / std::sqrt(double(round_bf16(mean + eps)))));
     for (int64_t i = 0; i < hd; ++i) qh[i] = round_bf16(qh[i] * r);
   }
 }

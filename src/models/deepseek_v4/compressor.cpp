@@ -47,14 +47,14 @@ bool compressor_step(const CompressorWeights& w, const CompressorSpec& s, Compre
     auto col = [&](int64_t j) { return st.overlap && j >= r ? c + d : c; };
     float m = -std::numeric_limits<float>::infinity();
     for (int64_t j = 0; j < nslots; ++j) m = std::max(m, st.score[size_t(j * width + col(j))]);
-    float sum = 0.0f;
-    float e[256];
+    // softmax in fp64, each weight rounded once to fp32; weighted sum in fp32
+    double sum = 0.0, e[256];
     for (int64_t j = 0; j < nslots; ++j) {
-      e[j] = std::exp(st.score[size_t(j * width + col(j))] - m);
+      e[j] = std::exp(double(st.score[size_t(j * width + col(j))]) - double(m));
       sum += e[j];
     }
     float acc = 0.0f;
-    for (int64_t j = 0; j < nslots; ++j) acc += st.kv[size_t(j * width + col(j))] * (e[j] / sum);
+    for (int64_t j = 0; j < nslots; ++j) acc += st.kv[size_t(j * width + col(j))] * float(e[j] / sum);
     out[size_t(c)] = round_bf16(acc);  // kv.to(bf16)
   }
   if (st.overlap) {  // the finished block becomes the next entry's previous block

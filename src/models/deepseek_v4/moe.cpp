@@ -19,13 +19,16 @@ Routing route(const MoeWeights& w, const MoeSpec& s, const float* x, int64_t tok
   kernels::linear(w.gate, x, 1, sc.data(), false);  // fp32 gate
   if (s.scoring == "softmax") {
     float m = *std::max_element(sc.begin(), sc.end()), sum = 0.0f;
-    for (auto& v : sc) sum += (v = std::exp(v - m));
+    for (auto& v : sc) sum += (v = float(std::exp(double(v - m))));
     for (auto& v : sc) v = v / sum;
   } else if (s.scoring == "sigmoid") {
-    for (auto& v : sc) v = 1.0f / (1.0f + std::exp(-v));
+    for (auto& v : sc) v = float(1.0 / (1.0 + std::exp(-double(v))));
   } else {
     // softplus with torch's threshold (x > 20 → x), then sqrt
-    for (auto& v : sc) v = std::sqrt(v > 20.0f ? v : std::log1p(std::exp(v)));
+    for (auto& v : sc) {
+      const double x = v;
+      v = float(std::sqrt(x > 20.0 ? x : std::log1p(std::exp(x))));  // fp64, one rounding
+    }
   }
   Routing r;
   if (s.hash) {

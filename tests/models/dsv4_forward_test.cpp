@@ -1,0 +1,117 @@
+// Model-level invariants of the DeepSeek-V4 forward pass that need no goldens, on a random
+// flash-tiny checkpoint (window layers 0-1, CSA 2 and 4, HCA 3 and 5, hash layers 0-2,
+// index_topk 32, window 128):
+//  * prefill all at once, token by token, and in uneven chunks give bitwise-identical logits
+//    (the attention entry order and every reduction order are fixed by design);
+//  * logits do not depend on the thread count (bitwise);
+//  * out-of-vocab ids and sequences past max_position_embeddings throw strata::Error.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "core/error.h"
+#include "kernels/parallel.h"
+#include "models/dsv4_fixture.h"
+
+namespace strata::dsv4 {
+namespace {
+
+testing::TinyModel& tiny() {
+  static testing::TinyModel m;
+  return m;
+}
+
+std::vector<int64_t> random_ids(int64_t n, int64_t vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<int64_t> ids(static_cast<size_t>(n));
+  for (auto& i : ids) i = int64_t(rng() % uint32_t(vocab));
+  return ids;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
+}
+
+// 300 tokens: the 128-window wraps, HCA entries appear (ratio 128, from token 127 on) and the
+// CSA indexer becomes selective (more than index_topk = 32 visible entries from token 131 on).
+constexpr int64_t kLen = 300;
+
+TEST(Dsv4Forward, PrefillChunksAndDecodeAgreeBitwise) {
+  Model& m = *tiny().model;
+  auto ids = random_ids(kLen, m.config().vocab_size, 1);
+
+  SequenceState a = m.new_sequence();
+  std::vector<float> all = m.prefill(a, ids);
+  ASSERT_EQ(int64_t(all.size()), m.config().vocab_size);
+  for (float v : all) ASSERT_TRUE(std::isfinite(v));
+
+  SequenceState b = m.new_sequence();
+  std::vector<float> one;
+  for (int64_t id : ids) one = m.decode(b, id);
+  EXPECT_TRUE(same_bits(all, one)) << "token-by-token decode differs from one prefill";
+
+  SequenceState c = m.new_sequence();
+  std::vector<float> chunked;
+  const int64_t cuts[] = {0, 5, 131, 132, 260, kLen};
+  for (int i = 0; i + 1 < 6; ++i) chunked = m.forward(c, ids.data() + cuts[i], cuts[i + 1] - cuts[i]);
+  EXPECT_TRUE(same_bits(all, chunked)) << "chunked prefill differs from one prefill";
+  EXPECT_EQ(a.pos, kLen);
+  EXPECT_EQ(c.pos, kLen);
+
+  // The states agree too: compressed entries and index keys of every layer, bit for bit.
+  for (size_t L = 0; L < a.layers.size(); ++L) {
+    EXPECT_EQ(a.layers[L].compressor.entries, b.layers[L].compressor.entries) << "layer " << L;
+    EXPECT_EQ(a.layers[L].index_keys.entries, b.layers[L].index_keys.entries) << "layer " << L;
+    EXPECT_EQ(a.layers[L].ring, b.layers[L].ring) << "layer " << L;
+  }
+  EXPECT_EQ(a.layers[3].compressor.n_entries(), kLen / 128);
+  EXPECT_EQ(a.layers[2].compressor.n_entries(), kLen / 4);
+  EXPECT_EQ(a.layers[2].index_keys.n_entries(), kLen / 4);
+}
+
+TEST(Dsv4Forward, LogitsDoNotDependOnThreadCount) {
+  Model& m = *tiny().model;
+  auto ids = random_ids(140, m.config().vocab_size, 2);
+  kernels::set_num_threads(1);
+  SequenceState a = m.new_sequence();
+  auto one = m.prefill(a, ids);
+  kernels::set_num_threads(3);
+  SequenceState b = m.new_sequence();
+  auto three = m.prefill(b, ids);
+  kernels::set_num_threads(0);
+  EXPECT_TRUE(same_bits(one, three));
+}
+
+TEST(Dsv4Forward, LogitsAreNotDegenerate) {
+  Model& m = *tiny().model;
+  SequenceState st = m.new_sequence();
+  auto lg = m.prefill(st, random_ids(16, m.config().vocab_size, 3));
+  double mean = 0, var = 0;
+  for (float v : lg) mean += v;
+  mean /= double(lg.size());
+  for (float v : lg) var += (v - mean) * (v - mean);
+  EXPECT_GT(std::sqrt(var / double(lg.size())), 0.1);
+  // A different next token changes the logits.
+  SequenceState s2 = m.new_sequence();
+  auto a = m.prefill(s2, {1, 2, 3});
+  SequenceState s3 = m.new_sequence();
+  auto b = m.prefill(s3, {1, 2, 4});
+  EXPECT_FALSE(same_bits(a, b));
+}
+
+TEST(Dsv4Forward, RejectsBadInputs) {
+  Model& m = *tiny().model;
+  SequenceState st = m.new_sequence();
+  const int64_t V = m.config().vocab_size;
+  EXPECT_THROW(m.prefill(st, {1, V}), Error);
+  EXPECT_THROW(m.prefill(st, {-1}), Error);
+  EXPECT_THROW(m.forward(st, nullptr, 0), Error);
+  EXPECT_EQ(st.pos, 0) << "a rejected call must leave the state alone";
+  st.pos = m.max_positions() - 1;
+  EXPECT_THROW(m.prefill(st, {1, 2}), Error);
+}
+
+}  // namespace
+}  // namespace strata::dsv4
