@@ -1,0 +1,102 @@
+// `strata inspect` and `strata make-model` end to end through the binary: the seed's totals,
+// JSON output, and one-line errors with a non-zero exit for bad input.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "run_command.h"
+
+namespace strata {
+namespace {
+namespace fs = std::filesystem;
+using test::run_strata;
+using test::shell_quote;
+
+const std::string kShared = STRATA_SHARED_DIR;
+
+TEST(Inspect, ConfigsReproduceTheSeedTotals) {
+  struct Case {
+    const char* name;
+    double total, active;
+  } cases[] = {{"deepseek-v4-flash", 284e9, 13.8e9}, {"deepseek-v4-pro", 1573e9, 49.7e9}};
+  for (auto& c : cases) {
+    auto r = run_strata("inspect --json --config " + shell_quote(kShared + "/models/" + c.name + "/config.json"));
+    ASSERT_EQ(r.code, 0) << r.err;
+    auto j = nlohmann::json::parse(r.out);
+    EXPECT_NEAR(j["parameters"]["total"].get<double>(), c.total, c.total * 0.01) << c.name;
+    EXPECT_NEAR(j["parameters"]["active_per_token"].get<double>(), c.active, c.active * 0.01) << c.name;
+  }
+  auto r = run_strata("inspect --config " + shell_quote(kShared + "/models/deepseek-v4-flash/config.json"));
+  ASSERT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("284.33B total, 13.80B active per token"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("21 CSA + 20 HCA + 2 window-only"), std::string::npos) << r.out;
+}
+
+TEST(Inspect, JsonDescribesTheSchedule) {
+  auto r = run_strata("inspect --json --config " + shell_quote(kShared + "/models/deepseek-v4-pro/config.json"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schedule"]["csa_layers"], 30);
+  EXPECT_EQ(j["schedule"]["hca_layers"], 31);
+  EXPECT_EQ(j["schedule"]["layers"][0]["kind"], "HCA");
+  EXPECT_EQ(j["schedule"]["layers"][0]["hash_routing"], true);
+  EXPECT_EQ(j["schedule"]["layers"][61]["mtp"], true);
+  EXPECT_EQ(j["schedule"]["layers"][61]["yarn"], false);
+  EXPECT_EQ(j["schedule"]["layers"][2]["yarn"], true);
+  EXPECT_GT(j["bytes"]["by_dtype"]["I8"].get<double>(), 0);
+}
+
+TEST(Inspect, BadInputIsOneLineAndNonZero) {
+  const std::string dir = (fs::temp_directory_path() / ("strata_inspect_" + std::to_string(::getpid()))).string();
+  fs::create_directories(dir);
+  std::ofstream(dir + "/config.json") << R"({"model_type": "mamba9"})";
+  struct Case {
+    std::string args, expect;
+  } cases[] = {
+      {"inspect --config " + shell_quote(kShared + "/models/qwen3.5-0.8b/config.json"), "unknown model_type 'qwen3_5'"},
+      {"inspect --model " + shell_quote(dir), "unknown model_type 'mamba9' (supported: deepseek_v4)"},
+      {"inspect --model /nonexistent/dir", "/nonexistent/dir"},
+      {"inspect", "needs --model DIR or --config FILE"},
+      {"make-model --preset flash-huge --out " + shell_quote(dir + "/x"), "unknown preset 'flash-huge'"},
+  };
+  for (auto& c : cases) {
+    auto r = run_strata(c.args);
+    EXPECT_NE(r.code, 0) << c.args;
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << c.args << " -> " << r.err;
+    EXPECT_LE(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Inspect, MadeModelPassesAndACorruptShardFails) {
+  const std::string dir = (fs::temp_directory_path() / ("strata_mm_cli_" + std::to_string(::getpid()))).string();
+  fs::remove_all(dir);
+  auto r = run_strata("make-model --preset pro-tiny --seed 9 --out " + shell_quote(dir));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("checkpoint check passed"), std::string::npos);
+  r = run_strata("inspect --json --model " + shell_quote(dir));
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["checkpoint"]["ok"].get<bool>());
+  // truncate the last shard: opening names the file and the tensor that no longer fits
+  std::string last;
+  for (auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".safetensors" && e.path().string() > last) last = e.path().string();
+  fs::resize_file(last, fs::file_size(last) - 100);
+  r = run_strata("inspect --model " + shell_quote(dir));
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find(last), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("truncated"), std::string::npos) << r.err;
+  // remove a shard: the index names it
+  fs::remove(last);
+  r = run_strata("inspect --model " + shell_quote(dir));
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("missing"), std::string::npos) << r.err;
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace strata
