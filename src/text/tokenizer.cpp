@@ -240,6 +240,19 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special) 
   return ids;
 }
 
+std::string Tokenizer::normalize(std::string_view text) const {
+  std::string clean = utf8_sanitize(text);
+  if (!normalizer_) return clean;
+  std::vector<Segment> segs;
+  raw_matcher_.split(clean, segs);
+  std::string out;
+  for (const Segment& s : segs) {
+    if (s.token >= 0) out += added_[added_by_id_.at(s.token)].content;
+    else out += normalizer_->normalize(s.text);
+  }
+  return out;
+}
+
 std::string StreamDecoder::push(int32_t id) {
   pending_ += tok_.token_bytes(id, skip_special_);
   size_t keep = utf8_incomplete_tail(pending_);

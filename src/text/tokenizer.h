@@ -39,6 +39,9 @@ class Tokenizer {
   // Ids of text; with add_special, BOS/EOS as tokenizer_config.json's add_bos_token /
   // add_eos_token ask.
   std::vector<int32_t> encode(std::string_view text, bool add_special = false) const;
+  // The text encode() tokenizes: UTF-8 repaired, and the normalizer applied between added
+  // tokens. decode(encode(s)) == normalize(s).
+  std::string normalize(std::string_view text) const;
   // Text of ids; throws Error naming the first id outside the vocabulary.
   std::string decode(std::span<const int32_t> ids, bool skip_special = false) const;
   // Bytes one id contributes to decoded text (empty for a skipped special token); not
