@@ -1,5 +1,7 @@
 #include "text/dsml.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -72,9 +74,12 @@ size_t py_space_len(std::string_view s) {
   return 0;
 }
 
+// A short one-line excerpt for error messages, cut on a UTF-8 character boundary.
 std::string shorten(std::string_view s) {
-  std::string out(s.substr(0, 80));
-  if (s.size() > 80) out += "...";
+  size_t n = std::min<size_t>(s.size(), 80);
+  while (n < s.size() && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  std::string out(s.substr(0, n));
+  if (n < s.size()) out += "...";
   for (char& c : out)
     if (c == '\n') c = ' ';
   return out;
