@@ -60,7 +60,7 @@ AutoRegister reg([](CLI::App& app) {
   auto* c = app.add_subcommand("generate", "greedy generation of token ids");
   c->add_option("--model", o->model, "model directory (config.json + safetensors)")->required();
   c->add_option("--ids", o->ids, "comma-separated prompt token ids")->required();
-  c->add_option("--max-tokens", o->max_tokens, "tokens to generate (default 16)");
+  c->add_option("--max-tokens", o->max_tokens, "tokens to generate (default 16)")->take_last();
   c->callback([o] { run_generate(*o); });
 });
 
