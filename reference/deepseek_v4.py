@@ -167,6 +167,24 @@ class Weights:
         return out
 
 
+class DictWeights:
+    """Weights from an in-memory dict {name: fp32 tensor} (component tests and goldens).
+    linear(prefix) returns (tensor, kind) with kind given by kinds[prefix] (default 'bf16');
+    a quantized kind means the tensor already holds the dequantized weight."""
+
+    def __init__(self, tensors, kinds=None):
+        self.t, self.kinds = tensors, kinds or {}
+
+    def has(self, name):
+        return name in self.t
+
+    def tensor(self, name):
+        return self.t[name]
+
+    def linear(self, prefix):
+        return self.t[prefix + ".weight"], self.kinds.get(prefix, "bf16")
+
+
 # ============================================================== basic ops
 def qlinear(x, w):
     """M:linear for an FP8 or FP4 weight: act_quant(x, 128, ue8m0) (K:act_quant, not in place), then
