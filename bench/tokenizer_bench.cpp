@@ -1,0 +1,96 @@
+// Tokenizer throughput on one core: MB/s of mixed text (the test corpus: code, CJK, emoji,
+// numbers, white space, several scripts) for both real tokenizers, and of text made of
+// never-repeating random words, which defeats the per-word BPE cache.
+// Run: build/<dir>/bench/tokenizer_bench  (needs ../shared/tokenizers)
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+
+#include "text/tokenizer.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kSource = fs::path(__FILE__).parent_path().parent_path();
+
+const strata::Tokenizer& tokenizer(const std::string& name) {
+  static const strata::Tokenizer ds = strata::Tokenizer::load((kSource / "../shared/tokenizers/deepseek-v3").string());
+  static const strata::Tokenizer qw = strata::Tokenizer::load((kSource / "../shared/tokenizers/qwen3").string());
+  return name == "qwen3" ? qw : ds;
+}
+
+// The corpus files (minus the deliberately broken one), about 40 KB.
+const std::string& mixed_text() {
+  static const std::string text = [] {
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(kSource / "tests/text/corpus"))
+      if (e.path().extension() == ".txt" && e.path().filename() != "invalid_utf8.txt") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    std::string s;
+    for (const auto& f : files) {
+      std::ifstream in(f, std::ios::binary);
+      std::ostringstream ss;
+      ss << in.rdbuf();
+      s += ss.str();
+    }
+    return s;
+  }();
+  return text;
+}
+
+void BM_EncodeMixed(benchmark::State& state, const std::string& name) {
+  const auto& tok = tokenizer(name);
+  const std::string& text = mixed_text();
+  size_t tokens = 0;
+  for (auto _ : state) {
+    auto ids = tok.encode(text);
+    tokens += ids.size();
+    benchmark::DoNotOptimize(ids.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * text.size()));
+  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(tokens), benchmark::Counter::kIsRate);
+}
+
+void BM_EncodeUniqueWords(benchmark::State& state, const std::string& name) {
+  const auto& tok = tokenizer(name);
+  std::mt19937 rng(7);
+  const char* letters = "etaoinshrdlcumwfgypbvkjxqz";
+  size_t bytes = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    std::string text;
+    for (int w = 0; w < 2000; ++w) {
+      text += ' ';
+      int len = 3 + static_cast<int>(rng() % 10);
+      for (int i = 0; i < len; ++i) text += letters[std::min<unsigned>(rng() % 26, rng() % 26)];
+    }
+    state.ResumeTiming();
+    auto ids = tok.encode(text);
+    benchmark::DoNotOptimize(ids.data());
+    bytes += text.size();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(bytes));
+}
+
+void BM_Decode(benchmark::State& state, const std::string& name) {
+  const auto& tok = tokenizer(name);
+  auto ids = tok.encode(mixed_text());
+  for (auto _ : state) benchmark::DoNotOptimize(tok.decode(ids));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * mixed_text().size()));
+}
+
+BENCHMARK_CAPTURE(BM_EncodeMixed, deepseek_v3, std::string("deepseek_v3"));
+BENCHMARK_CAPTURE(BM_EncodeMixed, qwen3, std::string("qwen3"));
+BENCHMARK_CAPTURE(BM_EncodeUniqueWords, deepseek_v3, std::string("deepseek_v3"));
+BENCHMARK_CAPTURE(BM_EncodeUniqueWords, qwen3, std::string("qwen3"));
+BENCHMARK_CAPTURE(BM_Decode, qwen3, std::string("qwen3"));
+
+}  // namespace
+
+BENCHMARK_MAIN();
