@@ -157,7 +157,7 @@ class Weights:
         if tag == "F8_E4M3":
             _, s = self.ck.get(prefix + ".scale")
             out = (dequant_fp8_weight(w, s), "fp8")
-        elif tag == "I8":
+        elif tag in ("I8", "U8"):
             _, s = self.ck.get(prefix + ".scale")
             out = (dequant_fp4_weight(w, s), "fp4")
         else:

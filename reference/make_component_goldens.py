@@ -193,7 +193,7 @@ def g_fp4_linear(root):
 def g_sparse_attn(root):
     g = Golden(root, "sparse_attn", "one softmax over gathered kv rows (idx, -1 = skip) with a per-head sink in "
                "the denominator only; scale 512^-0.5; bf16(P) for P.V")
-    S, H, Dm, N = 6, 4, 512, 200
+    S, H, Dm, N = 6, 4, 512, 100
     q = D.head_rms_rescale(bfr(S, H, Dm, seed=11), 1e-6)
     kv = bfr(N, Dm, seed=12)
     kv = torch.cat([Fm.act_quant_sim(kv[:, :448], 64), kv[:, 448:]], -1)
@@ -411,6 +411,59 @@ def g_moe(root):
     g.done(n_experts=E, topk=k, route_scale=1.5, swiglu_limit=10.0, moe_intermediate_size=mi)
 
 
+def g_attention(root):
+    g = Golden(root, "attention_csa", "one whole ratio-4 attention layer (window + compressor + indexer top-k + "
+               "sink softmax + inverse RoPE + grouped output): prefill of 14 tokens then 4 decode steps")
+    dim, H, hd, ql, G, ol, S, n = 128, 2, 512, 128, 2, 128, 14, 18
+    cfg = cfg_ns(index_n_heads=2, index_topk=2, compress_ratios=[4], original_seq_len=YARN["original_seq_len"],
+                 compress_rope_theta=YARN["theta"], rope_factor=YARN["factor"], beta_fast=YARN["beta_fast"],
+                 beta_slow=YARN["beta_slow"], rope_theta=10000.0, head_dim=hd, window=128,
+                 num_attention_heads=H, o_groups=G, o_lora_rank=ol)
+    gen = rng(100)
+    t, kinds = {}, {}
+
+    def fp8(name, o, i):
+        t[f"a.attn.{name}.weight"] = g.fp8w(name, torch.randn(o, i, generator=gen) * i ** -0.5)
+        kinds[f"a.attn.{name}"] = "fp8"
+
+    def bfw(name, shape, std, mean=0.0):
+        t[f"a.attn.{name}"] = g.bf16w(name, torch.randn(*shape, generator=gen) * std + mean)
+
+    t["a.attn.attn_sink"] = torch.randn(H, generator=gen)
+    g.f32("attn_sink", t["a.attn.attn_sink"])
+    fp8("wq_a", ql, dim)
+    bfw("q_norm.weight", (ql,), 0.1, 1.0)
+    fp8("wq_b", H * hd, ql)
+    fp8("wkv", hd, dim)
+    bfw("kv_norm.weight", (hd,), 0.1, 1.0)
+    fp8("wo_a", G * ol, H * hd // G)
+    fp8("wo_b", dim, G * ol)
+    for c, D_ in (("compressor", hd), ("indexer.compressor", 128)):
+        bfw(c + ".wkv.weight", (2 * D_, dim), dim ** -0.5)
+        bfw(c + ".wgate.weight", (2 * D_, dim), dim ** -0.5)
+        t[f"a.attn.{c}.ape"] = torch.randn(4, 2 * D_, generator=gen) * 0.5
+        g.f32(c + ".ape", t[f"a.attn.{c}.ape"])
+        bfw(c + ".norm.weight", (D_,), 0.1, 1.0)
+    fp8("indexer.wq_b", cfg.index_n_heads * 128, ql)
+    bfw("indexer.weights_proj.weight", (cfg.index_n_heads, dim), dim ** -0.5)
+    att = D.Attention(D.DictWeights(t, kinds), "a", cfg, 0)
+    x = bfr(n, dim, seed=101)
+    g.f32("x", x)
+    st = att.new_state()
+    pre = att.forward(x[:S], 0, st)
+    dec = [att.forward(x[p:p + 1], p, st) for p in range(S, n)]
+    g.f32("out_prefill", pre)
+    g.f32("out_decode", torch.cat(dec, 0))
+    full = att.forward(x, 0, att.new_state())
+    assert torch.equal(full[S:], torch.cat(dec, 0))
+    g.done(dim=dim, heads=H, head_dim=hd, q_lora_rank=ql, o_groups=G, o_lora_rank=ol, compress_ratio=4,
+           index_n_heads=cfg.index_n_heads, index_head_dim=128, index_topk=cfg.index_topk, window=128,
+           rms_norm_eps=cfg.eps, rope=YARN, prefill=S, seq=n,
+           note="weights named as under layers.L.attn. in the checkpoint (FP8 as .weight/.scale, BF16 as u2); "
+                "out_prefill = outputs of positions 0..13 (prefill from 0), out_decode = positions 14..17 "
+                "(one decode step each, carried state); a 18-token prefill gives the same rows")
+
+
 def main():
     ap = argparse.ArgumentParser(description="write DeepSeek-V4 component goldens")
     ap.add_argument("--out", default=ROOT)
@@ -431,6 +484,7 @@ def main():
     g_compressor(a.out, "compressor_r4_indexer", 4, 128, True, S=18, K=5)
     g_compressor(a.out, "compressor_r128", 128, 512, False, S=260, K=130)
     g_indexer(a.out)
+    g_attention(a.out)
     g_hc(a.out)
     g_hc_head(a.out)
     g_gate(a.out)
