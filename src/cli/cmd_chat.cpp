@@ -1,0 +1,119 @@
+// `strata chat --model DIR [--thinking chat|high|max]`: an interactive conversation with the
+// model's own chat encoding. Reasoning is shown dimmed on a terminal, the answer plainly.
+// /reset starts over, /exit (or end of input) quits. When the new prompt extends the tokens
+// already computed, only the new tokens are prefilled.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/generation_options.h"
+#include "core/error.h"
+#include "engine/generation.h"
+#include "text/chat_encoding.h"
+#include "text/chat_parse.h"
+
+namespace strata::cli {
+namespace {
+
+struct ChatOpts {
+  std::string model, thinking = "chat", system;
+  GenerationOptions gen;
+};
+
+void run_chat(const ChatOpts& o) {
+  auto model = dsv4::Model::load(o.model);
+  Tokenizer tok = Tokenizer::load(o.model);
+  ChatOptions copt = chat_options_for(o.thinking);
+  SamplingParams sp = o.gen.sampling();
+  const bool tty = ::isatty(1);
+  const bool thinking = copt.thinking_mode == "thinking";
+
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  if (!o.system.empty()) messages.push_back({{"role", "system"}, {"content", o.system}});
+  const size_t base = messages.size();
+  dsv4::SequenceState state = model->new_sequence();
+  std::vector<int32_t> computed;  // tokens whose KV the state holds
+  uint64_t turn = 0;
+  std::string line;
+  while (true) {
+    std::fprintf(stderr, "> ");
+    if (!std::getline(std::cin, line)) break;
+    if (line == "/exit" || line == "/quit") break;
+    if (line == "/reset") {
+      messages.erase(messages.begin() + long(base), messages.end());
+      state = model->new_sequence();
+      computed.clear();
+      continue;
+    }
+    if (line.empty()) continue;
+    messages.push_back({{"role", "user"}, {"content", line}});
+    std::vector<int32_t> prompt = tok.encode(encode_chat(messages, copt));
+    // Reuse the state when the new prompt extends what it holds; otherwise start over.
+    bool extends = prompt.size() > computed.size() && std::equal(computed.begin(), computed.end(), prompt.begin());
+    if (!extends) {
+      state = model->new_sequence();
+      computed.clear();
+    }
+    std::vector<int32_t> fresh(prompt.begin() + long(computed.size()), prompt.end());
+    StreamingParser parser(thinking);
+    bool in_reasoning = false;
+    auto show = [&](const std::vector<StreamEvent>& evs) {
+      for (const auto& e : evs) {
+        if (e.kind == StreamEvent::Kind::kReasoning) {
+          if (tty && !in_reasoning) std::fputs("\033[2m", stdout);
+          in_reasoning = true;
+          std::fputs(e.text.c_str(), stdout);
+        } else {
+          if (in_reasoning) {
+            if (tty) std::fputs("\033[0m", stdout);
+            std::fputs("\n", stdout);
+            in_reasoning = false;
+          }
+          if (e.kind == StreamEvent::Kind::kContent) std::fputs(e.text.c_str(), stdout);
+          else std::printf("[tool call %s %s]", e.tool_call.name.c_str(), e.tool_call.arguments.c_str());
+        }
+      }
+      std::fflush(stdout);
+    };
+    auto stats = generate(*model, state, tok, fresh, sp, ++turn, [&](const GenerationEvent& ev) {
+      show(parser.feed(ev.text));
+      return true;
+    });
+    try {
+      // The EOS token closes the assistant turn in the encoding; its text is not streamed.
+      if (!stats.tokens.empty() && stats.tokens.back() == tok.eos_id()) show(parser.feed(tok.id_to_token(tok.eos_id())));
+      show(parser.finish());
+    } catch (const Error& e) {
+      // A completion cut by max_tokens is unfinished by design; anything else is worth a note.
+      if (stats.finish == FinishReason::stop) std::fprintf(stderr, "\n(unparsable completion: %s)", e.what());
+    }
+    if (in_reasoning && tty) std::fputs("\033[0m", stdout);
+    std::printf("\n");
+    std::fprintf(stderr, "[%lld tokens, %.2f tokens/s, %s]\n", (long long)stats.generated_tokens,
+                 stats.decode_seconds > 0 ? double(stats.generated_tokens - 1) / stats.decode_seconds : 0.0,
+                 finish_reason_name(stats.finish) ? finish_reason_name(stats.finish) : "cancelled");
+    const auto& pr = parser.result();
+    nlohmann::ordered_json reply = {{"role", "assistant"}, {"content", pr.content}};
+    if (thinking) reply["reasoning_content"] = pr.reasoning_content;
+    messages.push_back(reply);
+    computed = prompt;
+    computed.insert(computed.end(), stats.tokens.begin(), stats.tokens.end());
+  }
+}
+
+AutoRegister reg([](CLI::App& app) {
+  auto o = std::make_shared<ChatOpts>();
+  auto* c = app.add_subcommand("chat", "interactive chat with the model's chat encoding");
+  c->add_option("--model", o->model, "model directory")->required();
+  c->add_option("--thinking", o->thinking, "chat (no reasoning), high or max (reasoning effort)")
+      ->check(CLI::IsMember({"chat", "high", "max"}));
+  c->add_option("--system", o->system, "a system message");
+  add_generation_options(*c, o->gen, /*default_temperature=*/1.0);
+  c->callback([o] { run_chat(*o); });
+});
+
+}  // namespace
+}  // namespace strata::cli

@@ -1,0 +1,52 @@
+#include "cli/generation_options.h"
+
+#include <CLI/CLI.hpp>
+
+#include "core/error.h"
+
+namespace strata::cli {
+
+SamplingParams GenerationOptions::sampling() const {
+  SamplingParams p;
+  p.temperature = temperature;
+  p.top_p = top_p;
+  p.top_k = top_k;
+  p.min_p = min_p;
+  p.repetition_penalty = repetition_penalty;
+  p.presence_penalty = presence_penalty;
+  p.frequency_penalty = frequency_penalty;
+  p.max_tokens = max_tokens;
+  p.stop = stop;
+  if (seed >= 0) p.seed = uint64_t(seed);
+  p.validate();
+  return p;
+}
+
+void add_generation_options(CLI::App& c, GenerationOptions& o, double default_temperature) {
+  o.temperature = default_temperature;
+  c.add_option("--temperature", o.temperature, "sampling temperature; 0 = greedy")->capture_default_str();
+  c.add_option("--top-p", o.top_p, "nucleus sampling mass");
+  c.add_option("--top-k", o.top_k, "sample among the k most likely tokens (0 = all)");
+  c.add_option("--min-p", o.min_p, "drop tokens below min_p x the top probability");
+  c.add_option("--repetition-penalty", o.repetition_penalty, "penalty on tokens already seen (1 = off)");
+  c.add_option("--presence-penalty", o.presence_penalty, "OpenAI presence penalty");
+  c.add_option("--frequency-penalty", o.frequency_penalty, "OpenAI frequency penalty");
+  c.add_option("--max-tokens", o.max_tokens, "tokens to generate at most")->take_last();
+  c.add_option("--seed", o.seed, "random seed (same seed, same output)");
+  c.add_option("--stop", o.stop, "stop string (repeatable)");
+}
+
+ChatOptions chat_options_for(const std::string& thinking) {
+  ChatOptions c;
+  if (thinking == "chat") {
+    c.thinking_mode = "chat";
+  } else if (thinking == "high" || thinking == "max") {
+    c.thinking_mode = "thinking";
+    c.reasoning_effort = thinking;
+  } else {
+    throw Error("--thinking must be chat, high or max");
+  }
+  return c;
+}
+
+}  // namespace strata::cli

@@ -1,0 +1,28 @@
+// Sampling and chat options shared by `strata generate` and `strata chat`.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/sampling_params.h"
+#include "text/chat_encoding.h"
+
+namespace CLI { class App; }
+
+namespace strata::cli {
+
+struct GenerationOptions {
+  double temperature = 0.0, top_p = 1.0, min_p = 0.0;
+  double repetition_penalty = 1.0, presence_penalty = 0.0, frequency_penalty = 0.0;
+  int32_t top_k = 0;
+  int64_t max_tokens = 256;
+  int64_t seed = -1;  // -1: none
+  std::vector<std::string> stop;
+  SamplingParams sampling() const;  // validated
+};
+
+void add_generation_options(CLI::App& cmd, GenerationOptions& o, double default_temperature);
+// "chat" → no reasoning; "high" / "max" → thinking mode with that reasoning effort.
+ChatOptions chat_options_for(const std::string& thinking);
+
+}  // namespace strata::cli
