@@ -6,6 +6,8 @@
 #pragma once
 #include <cstdint>
 
+#include "core/cpu.h"
+
 namespace strata::kernels {
 
 inline constexpr int kDotLanes = 16;
@@ -31,6 +33,13 @@ inline float dot(const float* a, const float* b, int64_t n) {
   }
   return fold16(l);
 }
+
+using DotFn = float (*)(const float* a, const float* b, int64_t n);
+namespace avx2 { float dot(const float* a, const float* b, int64_t n); }
+namespace avx512 { float dot(const float* a, const float* b, int64_t n); }
+// The canonical dot for one ISA (all bit-identical), and for the active ISA.
+DotFn dot_fn(Isa isa);
+DotFn dot_fn();
 
 // Sum of squares in the same order (what an RMS needs).
 inline float sum_squares(const float* a, int64_t n) { return dot(a, a, n); }

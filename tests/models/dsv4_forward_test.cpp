@@ -48,14 +48,20 @@ TEST(Dsv4Forward, PrefillChunksAndDecodeAgreeBitwise) {
   for (float v : all) ASSERT_TRUE(std::isfinite(v));
 
   SequenceState b = m.new_sequence();
-  std::vector<float> one;
-  for (int64_t id : ids) one = m.decode(b, id);
+  for (int64_t i = 0; i + 1 < kLen; ++i) m.advance(b, &ids[size_t(i)], 1);  // decode steps, logits skipped
+  std::vector<float> one = m.decode(b, ids.back());
   EXPECT_TRUE(same_bits(all, one)) << "token-by-token decode differs from one prefill";
 
   SequenceState c = m.new_sequence();
   std::vector<float> chunked;
   const int64_t cuts[] = {0, 5, 131, 132, 260, kLen};
   for (int i = 0; i + 1 < 6; ++i) chunked = m.forward(c, ids.data() + cuts[i], cuts[i + 1] - cuts[i]);
+  // Decode logits at an intermediate step equal the prefill's at that length.
+  SequenceState d = m.new_sequence();
+  m.advance(d, ids.data(), 139);
+  auto step = m.decode(d, ids[139]);
+  SequenceState e = m.new_sequence();
+  EXPECT_TRUE(same_bits(step, m.forward(e, ids.data(), 140)));
   EXPECT_TRUE(same_bits(all, chunked)) << "chunked prefill differs from one prefill";
   EXPECT_EQ(a.pos, kLen);
   EXPECT_EQ(c.pos, kLen);

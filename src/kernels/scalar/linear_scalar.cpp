@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -70,12 +71,15 @@ void linear(const LinearWeight& w, const float* x, int64_t rows, float* y, bool 
     x = xq.data();
   }
   // Output rows split across threads; each weight row is dequantized once for the whole batch.
-  parallel_for(out, 16, [&](int64_t b, int64_t e) {
+  const DotFn dotf = dot_fn();  // every ISA's dot is bit-identical (kernels/dot.h)
+  // Small products run inline: spawning workers costs more than it saves below ~1M MACs.
+  const int64_t min_rows = std::max<int64_t>(16, (int64_t(1) << 20) / std::max<int64_t>(1, in * rows));
+  parallel_for(out, min_rows, [&](int64_t b, int64_t e) {
     std::vector<float> row(static_cast<size_t>(in));
     for (int64_t n = b; n < e; ++n) {
       dequant_row(w, n, row.data());
       for (int64_t r = 0; r < rows; ++r) {
-        float v = dot(x + r * in, row.data(), in);
+        float v = dotf(x + r * in, row.data(), in);
         y[r * out + n] = rb ? round_bf16(v) : v;
       }
     }

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -11,14 +12,15 @@ namespace strata::kernels {
 
 void sparse_attention(const float* q, int64_t heads, int64_t dim, const float* const* entries, int64_t n,
                       const float* sink, float scale, float* out) {
-  parallel_for(heads, 4, [&](int64_t hb, int64_t he) {
+  const DotFn dotf = dot_fn();
+  parallel_for(heads, std::max<int64_t>(1, (int64_t(1) << 18) / std::max<int64_t>(1, n * dim)), [&](int64_t hb, int64_t he) {
     std::vector<float> z(size_t(n > 0 ? n : 1));
     std::vector<float> acc(static_cast<size_t>(dim));
     for (int64_t h = hb; h < he; ++h) {
       const float* qh = q + h * dim;
       float m = -std::numeric_limits<float>::infinity();
       for (int64_t j = 0; j < n; ++j) {
-        z[size_t(j)] = dot(qh, entries[j], dim) * scale;
+        z[size_t(j)] = dotf(qh, entries[j], dim) * scale;
         m = std::max(m, z[size_t(j)]);
       }
       // p_j = exp(z_j - m) (fp64, rounded once); l = Σ p_j + exp(sink - m); o = Σ bf16(p_j)·c_j / l

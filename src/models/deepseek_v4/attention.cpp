@@ -113,8 +113,8 @@ void attention_forward(const AttentionWeights& w, const AttentionSpec& s, LayerS
   vector<float> og(size_t(rows * G * ol));
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t g = 0; g < G; ++g) {
-      kernels::LinearWeight wg = w.wo_a_view;
-      wg.data = static_cast<const uint16_t*>(w.wo_a_view.data) + g * ol * gin;
+      kernels::LinearWeight wg = w.wo_a_view();
+      wg.data = w.wo_a.data() + g * ol * gin;
       wg.out = ol;
       kernels::linear(wg, o.data() + r * H * hd + g * gin, 1, og.data() + (r * G + g) * ol, true);
     }

@@ -24,7 +24,7 @@ Model::Model(Config c, SafetensorsCheckpoint ckpt) : cfg_(std::move(c)), ckpt_(s
   rope_compressed_ = kernels::RopeTable(cfg_.qk_rope_head_dim, cfg_.compress_rope_theta > 0 ? cfg_.compress_rope_theta : cfg_.rope_theta, yp);
   hc_ = HcSpec{cfg_.hc_mult, cfg_.hidden_size, cfg_.hc_sinkhorn_iters, float(cfg_.hc_eps), float(cfg_.rms_norm_eps)};
   const float eps = float(cfg_.rms_norm_eps);
-  for (int64_t L = 0; L < cfg_.num_hidden_layers; ++L) {
+  for (int64_t L = 0; L < cfg_.num_hidden_layers + int64_t(w_.mtp.size()); ++L) {
     AttentionSpec a;
     a.dim = cfg_.hidden_size;
     a.heads = cfg_.num_attention_heads;
@@ -61,57 +61,113 @@ Model::Model(Config c, SafetensorsCheckpoint ckpt) : cfg_(std::move(c)), ckpt_(s
 
 SequenceState Model::new_sequence() const {
   SequenceState st;
-  st.layers.resize(attn_.size());
-  for (size_t L = 0; L < attn_.size(); ++L) init_layer_state(attn_[L], st.layers[L]);
+  const size_t nl = size_t(cfg_.num_hidden_layers);
+  st.layers.resize(nl);
+  for (size_t L = 0; L < nl; ++L) init_layer_state(attn_[L], st.layers[L]);
+  st.mtp.resize(w_.mtp.size());
+  st.mtp_pos.assign(w_.mtp.size(), 0);
+  for (size_t j = 0; j < w_.mtp.size(); ++j) init_layer_state(attn_[nl + j], st.mtp[j]);
   return st;
 }
 
 vector<float> Model::logits_from_state(const float* state) const {
+  return logits_from_state(state, w_.hc_head, w_.norm);
+}
+
+vector<float> Model::logits_from_state(const float* state, const HcWeights& hcw, const uint16_t* norm) const {
   const int64_t d = cfg_.hidden_size;
   vector<float> y(static_cast<size_t>(d)), logits(static_cast<size_t>(cfg_.vocab_size));
-  hc_head(w_.hc_head, hc_, state, y.data());
-  kernels::rms_norm(y.data(), w_.norm, d, float(cfg_.rms_norm_eps), y.data());
+  hc_head(hcw, hc_, state, y.data());
+  kernels::rms_norm(y.data(), norm, d, float(cfg_.rms_norm_eps), y.data());
   kernels::linear(w_.head, y.data(), 1, logits.data(), false);
   return logits;
 }
 
-vector<float> Model::forward(SequenceState& st, const int64_t* ids, int64_t n) {
+void Model::check_ids(const int64_t* ids, int64_t n, int64_t pos0) const {
   if (n < 1) throw Error("forward: no tokens to run");
-  if (st.layers.size() != attn_.size()) throw Error("forward: sequence state does not belong to this model");
   for (int64_t i = 0; i < n; ++i)
     if (ids[i] < 0 || ids[i] >= cfg_.vocab_size)
       throw Error("token id " + std::to_string(ids[i]) + " is outside the vocabulary [0, " +
                   std::to_string(cfg_.vocab_size) + ")");
-  if (st.pos + n > max_positions())
-    throw Error("sequence of " + std::to_string(st.pos + n) + " tokens exceeds max_position_embeddings " +
+  if (pos0 + n > max_positions())
+    throw Error("sequence of " + std::to_string(pos0 + n) + " tokens exceeds max_position_embeddings " +
                 std::to_string(max_positions()));
+}
+
+void Model::run_block(const LayerWeights& lw, const AttentionSpec& as, const MoeSpec& ms, LayerState& ls, float* h,
+                      const int64_t* ids, int64_t n, int64_t pos0) const {
   const int64_t d = cfg_.hidden_size, hc = cfg_.hc_mult;
   const float eps = float(cfg_.rms_norm_eps);
+  vector<float> xin(size_t(n * d)), out(size_t(n * d)), post(size_t(n * hc)), comb(size_t(n * hc * hc));
+  for (int64_t t = 0; t < n; ++t) {
+    hc_pre(lw.hc_attn, hc_, h + t * hc * d, xin.data() + t * d, post.data() + t * hc, comb.data() + t * hc * hc);
+    kernels::rms_norm(xin.data() + t * d, lw.attn_norm, d, eps, xin.data() + t * d);
+  }
+  attention_forward(lw.attn, as, ls, xin.data(), n, pos0, out.data());
+  for (int64_t t = 0; t < n; ++t)
+    hc_post(hc_, out.data() + t * d, post.data() + t * hc, comb.data() + t * hc * hc, h + t * hc * d);
+  for (int64_t t = 0; t < n; ++t) {
+    hc_pre(lw.hc_ffn, hc_, h + t * hc * d, xin.data() + t * d, post.data() + t * hc, comb.data() + t * hc * hc);
+    kernels::rms_norm(xin.data() + t * d, lw.ffn_norm, d, eps, xin.data() + t * d);
+  }
+  moe_forward(lw.ffn, ms, xin.data(), ids, n, out.data());
+  for (int64_t t = 0; t < n; ++t)
+    hc_post(hc_, out.data() + t * d, post.data() + t * hc, comb.data() + t * hc * hc, h + t * hc * d);
+}
+
+vector<float> Model::run_main(SequenceState& st, const int64_t* ids, int64_t n) {
+  if (st.layers.size() != size_t(cfg_.num_hidden_layers)) throw Error("forward: sequence state does not belong to this model");
+  check_ids(ids, n, st.pos);
+  const int64_t d = cfg_.hidden_size, hc = cfg_.hc_mult;
   // Residual streams [n][hc][d]: the embedding copied hc times.
   vector<float> h(size_t(n * hc * d));
   for (int64_t t = 0; t < n; ++t)
     for (int64_t j = 0; j < hc; ++j)
       for (int64_t c = 0; c < d; ++c) h[size_t((t * hc + j) * d + c)] = bf16_to_f32(w_.embed[ids[t] * d + c]);
-  vector<float> xin(size_t(n * d)), out(size_t(n * d)), post(size_t(n * hc)), comb(size_t(n * hc * hc));
-  for (size_t L = 0; L < attn_.size(); ++L) {
-    const LayerWeights& lw = w_.layers[L];
-    for (int64_t t = 0; t < n; ++t) {
-      hc_pre(lw.hc_attn, hc_, h.data() + t * hc * d, xin.data() + t * d, post.data() + t * hc, comb.data() + t * hc * hc);
-      kernels::rms_norm(xin.data() + t * d, lw.attn_norm, d, eps, xin.data() + t * d);
-    }
-    attention_forward(lw.attn, attn_[L], st.layers[L], xin.data(), n, st.pos, out.data());
-    for (int64_t t = 0; t < n; ++t)
-      hc_post(hc_, out.data() + t * d, post.data() + t * hc, comb.data() + t * hc * hc, h.data() + t * hc * d);
-    for (int64_t t = 0; t < n; ++t) {
-      hc_pre(lw.hc_ffn, hc_, h.data() + t * hc * d, xin.data() + t * d, post.data() + t * hc, comb.data() + t * hc * hc);
-      kernels::rms_norm(xin.data() + t * d, lw.ffn_norm, d, eps, xin.data() + t * d);
-    }
-    moe_forward(lw.ffn, moe_[L], xin.data(), ids, n, out.data());
-    for (int64_t t = 0; t < n; ++t)
-      hc_post(hc_, out.data() + t * d, post.data() + t * hc, comb.data() + t * hc * hc, h.data() + t * hc * d);
-  }
+  for (size_t L = 0; L < size_t(cfg_.num_hidden_layers); ++L)
+    run_block(w_.layers[L], attn_[L], moe_[L], st.layers[L], h.data(), ids, n, st.pos);
   st.pos += n;
-  return logits_from_state(h.data() + (n - 1) * hc * d);
+  return h;
+}
+
+void Model::advance(SequenceState& st, const int64_t* ids, int64_t n, vector<float>* hidden) {
+  vector<float> h = run_main(st, ids, n);
+  if (hidden) *hidden = std::move(h);
+}
+
+vector<float> Model::forward(SequenceState& st, const int64_t* ids, int64_t n, vector<float>* hidden) {
+  vector<float> h = run_main(st, ids, n);
+  const int64_t hcd = cfg_.hc_mult * cfg_.hidden_size;
+  auto logits = logits_from_state(h.data() + (n - 1) * hcd);
+  if (hidden) *hidden = std::move(h);
+  return logits;
+}
+
+vector<float> Model::mtp_forward(SequenceState& st, const float* hidden, const int64_t* next_ids, int64_t n, int64_t j) {
+  if (j < 0 || j >= n_mtp()) throw Error("mtp_forward: the checkpoint has no MTP block " + std::to_string(j));
+  if (st.mtp.size() != w_.mtp.size()) throw Error("mtp_forward: sequence state does not belong to this model");
+  check_ids(next_ids, n, st.mtp_pos[size_t(j)]);
+  const MtpWeights& m = w_.mtp[size_t(j)];
+  const int64_t d = cfg_.hidden_size, hc = cfg_.hc_mult;
+  const float eps = float(cfg_.rms_norm_eps);
+  // x_k = bf16(e_proj(enorm(embed(next))) + h_proj(hnorm(h_k))) for every stream k
+  vector<float> e(size_t(n * d)), ep(size_t(n * d)), hn(size_t(n * hc * d)), hp(size_t(n * hc * d));
+  for (int64_t t = 0; t < n; ++t) {
+    for (int64_t c = 0; c < d; ++c) e[size_t(t * d + c)] = bf16_to_f32(w_.embed[next_ids[t] * d + c]);
+    kernels::rms_norm(e.data() + t * d, m.enorm, d, eps, e.data() + t * d);
+  }
+  for (int64_t r = 0; r < n * hc; ++r) kernels::rms_norm(hidden + r * d, m.hnorm, d, eps, hn.data() + r * d);
+  kernels::linear(m.e_proj, e.data(), n, ep.data(), true);
+  kernels::linear(m.h_proj, hn.data(), n * hc, hp.data(), true);
+  vector<float> x(size_t(n * hc * d));
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t k = 0; k < hc; ++k)
+      for (int64_t c = 0; c < d; ++c)
+        x[size_t((t * hc + k) * d + c)] = round_bf16(ep[size_t(t * d + c)] + hp[size_t((t * hc + k) * d + c)]);
+  const size_t L = size_t(cfg_.num_hidden_layers + j);
+  run_block(m.block, attn_[L], moe_[L], st.mtp[size_t(j)], x.data(), next_ids, n, st.mtp_pos[size_t(j)]);
+  st.mtp_pos[size_t(j)] += n;
+  return logits_from_state(x.data() + (n - 1) * hc * d, m.hc_head, m.norm);
 }
 
 }  // namespace strata::dsv4

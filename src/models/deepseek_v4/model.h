@@ -3,7 +3,7 @@
 // final norm → fp32 logits. Numerics follow DeepSeek's reference inference code (bf16
 // activations, FP8/FP4 linears with FP8 activations, fp32 router/compressor/head); every
 // reduction has a fixed order, so logits are bitwise independent of thread count and of how
-// a sequence is split into chunks. The MTP block (mtp.0) is not run.
+// a sequence is split into chunks. The MTP blocks (mtp.j) run on request (mtp_forward).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -37,11 +37,21 @@ class Model {
   // Runs ids[0..n) at positions st.pos .. st.pos+n-1, advancing st; returns the fp32 logits
   // [vocab] of the last token. Throws Error for out-of-vocab ids or a sequence past
   // max_positions() (the state is left untouched then). n must be >= 1.
-  std::vector<float> forward(SequenceState& st, const int64_t* ids, int64_t n);
+  // hidden, when given, receives the final hc streams of every token [n][hc][d] (bf16 values),
+  // the input of the MTP block.
+  std::vector<float> forward(SequenceState& st, const int64_t* ids, int64_t n, std::vector<float>* hidden = nullptr);
+  // The same without the logits (a prefill chunk whose logits nobody reads).
+  void advance(SequenceState& st, const int64_t* ids, int64_t n, std::vector<float>* hidden = nullptr);
   std::vector<float> prefill(SequenceState& st, const std::vector<int64_t>& ids) {
     return forward(st, ids.data(), int64_t(ids.size()));
   }
   std::vector<float> decode(SequenceState& st, int64_t id) { return forward(st, &id, 1); }
+
+  // MTP block j (reference MTPBlock): hidden = main streams [n][hc][d] of the tokens at
+  // positions st.mtp_pos[j].., next_ids[t] = the token that follows token t. Returns the fp32
+  // logits of the last position (its prediction of the token after next_ids[n-1]).
+  int64_t n_mtp() const { return int64_t(w_.mtp.size()); }
+  std::vector<float> mtp_forward(SequenceState& st, const float* hidden, const int64_t* next_ids, int64_t n, int64_t j = 0);
 
   // Pieces for tests and tools.
   const ModelWeights& weights() const { return w_; }
@@ -50,13 +60,21 @@ class Model {
   const HcSpec& hc_spec() const { return hc_; }
   // Final stage: hc_head, norm, head on one [hc, d] state.
   std::vector<float> logits_from_state(const float* state) const;
+  std::vector<float> logits_from_state(const float* state, const HcWeights& hc_head, const uint16_t* norm) const;
 
  private:
   Config cfg_;
   SafetensorsCheckpoint ckpt_;
   ModelWeights w_;
   kernels::RopeTable rope_window_, rope_compressed_;
-  std::vector<AttentionSpec> attn_;
+  // One Block on the streams h [n][hc][d] in place.
+  void run_block(const LayerWeights& lw, const AttentionSpec& as, const MoeSpec& ms, LayerState& ls, float* h,
+                 const int64_t* ids, int64_t n, int64_t pos0) const;
+  void check_ids(const int64_t* ids, int64_t n, int64_t pos0) const;
+  // Runs the main layers; returns the final streams [n][hc][d].
+  std::vector<float> run_main(SequenceState& st, const int64_t* ids, int64_t n);
+
+  std::vector<AttentionSpec> attn_;  // main layers, then MTP blocks
   std::vector<MoeSpec> moe_;
   HcSpec hc_;
 };

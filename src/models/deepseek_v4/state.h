@@ -21,6 +21,9 @@ struct LayerState {
 struct SequenceState {
   int64_t pos = 0;  // tokens processed so far = position of the next token
   std::vector<LayerState> layers;
+  // MTP block j's attention state and its own position counter (it runs one step behind).
+  std::vector<LayerState> mtp;
+  std::vector<int64_t> mtp_pos;
 };
 
 }  // namespace strata::dsv4

@@ -45,75 +45,93 @@ struct Binder {
   }
 };
 
+LayerWeights bind_layer(const Binder& b, const SafetensorsCheckpoint& ck, const Config& c, const std::string& p, int64_t L) {
+  const int64_t d = c.hidden_size, V = c.vocab_size, hc = c.hc_mult, H = c.num_attention_heads, hd = c.head_dim;
+  const int64_t G = c.o_groups, ol = c.o_lora_rank, ql = c.q_lora_rank, mi = c.moe_intermediate_size;
+  const int64_t E = c.n_routed_experts, mix = c.mix_hc();
+  LayerWeights lw;
+  lw.layer = L;
+  lw.hc_attn = {b.f32(p + "hc_attn_fn", {mix, hc * d}), b.f32(p + "hc_attn_base", {mix}), b.f32(p + "hc_attn_scale", {3})};
+  lw.hc_ffn = {b.f32(p + "hc_ffn_fn", {mix, hc * d}), b.f32(p + "hc_ffn_base", {mix}), b.f32(p + "hc_ffn_scale", {3})};
+  lw.attn_norm = b.bf16(p + "attn_norm.weight", {d});
+  lw.ffn_norm = b.bf16(p + "ffn_norm.weight", {d});
+
+  AttentionWeights& a = lw.attn;
+  const std::string ap = p + "attn.";
+  a.attn_sink = b.f32(ap + "attn_sink", {H});
+  a.wq_a = b.fp8(ap + "wq_a", ql, d);
+  a.q_norm = b.bf16(ap + "q_norm.weight", {ql});
+  a.wq_b = b.fp8(ap + "wq_b", H * hd, ql);
+  a.wkv = b.fp8(ap + "wkv", hd, d);
+  a.kv_norm = b.bf16(ap + "kv_norm.weight", {hd});
+  a.wo_b = b.fp8(ap + "wo_b", d, G * ol);
+  LinearWeight woa = b.fp8(ap + "wo_a", G * ol, H * hd / G);
+  a.wo_a.resize(size_t(woa.out * woa.in));
+  std::vector<float> row(static_cast<size_t>(woa.in));
+  for (int64_t r = 0; r < woa.out; ++r) {
+    kernels::dequant_row(woa, r, row.data());
+    for (int64_t k = 0; k < woa.in; ++k) a.wo_a[size_t(r * woa.in + k)] = f32_to_bf16(row[size_t(k)]);
+  }
+  a.wo_a_out = woa.out;
+  a.wo_a_in = woa.in;
+  const int64_t ratio = c.compress_ratio(L);
+  if (ratio > 0) a.compressor = b.compressor(ap + "compressor.", ratio, hd, d);
+  if (ratio == 4) {
+    const int64_t ih = c.index_n_heads, id = c.index_head_dim;
+    a.indexer.wq_b = b.fp8(ap + "indexer.wq_b", ih * id, ql);
+    a.indexer.weights_proj = b.plain(ap + "indexer.weights_proj", ih, d);
+    a.indexer.compressor = b.compressor(ap + "indexer.compressor.", ratio, id, d);
+  }
+
+  MoeWeights& f = lw.ffn;
+  const std::string fp = p + "ffn.";
+  f.gate = b.plain(fp + "gate", E, d);
+  if (c.is_hash_layer(L)) {
+    TensorRef t = ck.get(fp + "gate.tid2eid");
+    if ((t.info->dtype != DType::I64 && t.info->dtype != DType::I32) ||
+        t.info->shape != std::vector<int64_t>{V, c.num_experts_per_tok})
+      throw Error("tensor " + fp + "gate.tid2eid must be I64/I32 [vocab, experts_per_tok]");
+    f.tid2eid = t.data;
+    f.tid2eid_i64 = t.info->dtype == DType::I64;
+  } else {
+    f.bias = b.f32(fp + "gate.bias", {E});
+  }
+  f.experts.resize(size_t(E));
+  for (int64_t e = 0; e < E; ++e) {
+    const std::string ep = fp + "experts." + std::to_string(e) + ".";
+    auto lin = [&](const char* n, int64_t o, int64_t i) { return c.experts_fp4() ? b.fp4(ep + n, o, i) : b.fp8(ep + n, o, i); };
+    f.experts[size_t(e)] = {lin("w1", mi, d), lin("w2", d, mi), lin("w3", mi, d)};
+  }
+  f.shared = {b.fp8(fp + "shared_experts.w1", mi, d), b.fp8(fp + "shared_experts.w2", d, mi),
+              b.fp8(fp + "shared_experts.w3", mi, d)};
+  return lw;
+}
+
 }  // namespace
 
 ModelWeights bind_weights(const Config& c, const SafetensorsCheckpoint& ck) {
   Binder b{ck};
-  const int64_t d = c.hidden_size, V = c.vocab_size, hc = c.hc_mult, H = c.num_attention_heads, hd = c.head_dim;
-  const int64_t G = c.o_groups, ol = c.o_lora_rank, ql = c.q_lora_rank, mi = c.moe_intermediate_size;
-  const int64_t E = c.n_routed_experts, mix = c.mix_hc();
+  const int64_t d = c.hidden_size, V = c.vocab_size, hc = c.hc_mult;
   ModelWeights m;
   m.embed = b.bf16("embed.weight", {V, d});
   m.head = b.plain("head", V, d);
   m.norm = b.bf16("norm.weight", {d});
   m.hc_head = {b.f32("hc_head_fn", {hc, hc * d}), b.f32("hc_head_base", {hc}), b.f32("hc_head_scale", {1})};
   m.layers.resize(size_t(c.num_hidden_layers));
-  for (int64_t L = 0; L < c.num_hidden_layers; ++L) {
-    LayerWeights& lw = m.layers[size_t(L)];
-    const std::string p = "layers." + std::to_string(L) + ".";
-    lw.layer = L;
-    lw.hc_attn = {b.f32(p + "hc_attn_fn", {mix, hc * d}), b.f32(p + "hc_attn_base", {mix}), b.f32(p + "hc_attn_scale", {3})};
-    lw.hc_ffn = {b.f32(p + "hc_ffn_fn", {mix, hc * d}), b.f32(p + "hc_ffn_base", {mix}), b.f32(p + "hc_ffn_scale", {3})};
-    lw.attn_norm = b.bf16(p + "attn_norm.weight", {d});
-    lw.ffn_norm = b.bf16(p + "ffn_norm.weight", {d});
-
-    AttentionWeights& a = lw.attn;
-    const std::string ap = p + "attn.";
-    a.attn_sink = b.f32(ap + "attn_sink", {H});
-    a.wq_a = b.fp8(ap + "wq_a", ql, d);
-    a.q_norm = b.bf16(ap + "q_norm.weight", {ql});
-    a.wq_b = b.fp8(ap + "wq_b", H * hd, ql);
-    a.wkv = b.fp8(ap + "wkv", hd, d);
-    a.kv_norm = b.bf16(ap + "kv_norm.weight", {hd});
-    a.wo_b = b.fp8(ap + "wo_b", d, G * ol);
-    LinearWeight woa = b.fp8(ap + "wo_a", G * ol, H * hd / G);
-    a.wo_a.resize(size_t(woa.out * woa.in));
-    std::vector<float> row(static_cast<size_t>(woa.in));
-    for (int64_t r = 0; r < woa.out; ++r) {
-      kernels::dequant_row(woa, r, row.data());
-      for (int64_t k = 0; k < woa.in; ++k) a.wo_a[size_t(r * woa.in + k)] = f32_to_bf16(row[size_t(k)]);
-    }
-    a.wo_a_view = {kernels::WeightFormat::bf16, a.wo_a.data(), nullptr, woa.out, woa.in};
-    const int64_t ratio = c.compress_ratio(L);
-    if (ratio > 0) a.compressor = b.compressor(ap + "compressor.", ratio, hd, d);
-    if (ratio == 4) {
-      const int64_t ih = c.index_n_heads, id = c.index_head_dim;
-      a.indexer.wq_b = b.fp8(ap + "indexer.wq_b", ih * id, ql);
-      a.indexer.weights_proj = b.plain(ap + "indexer.weights_proj", ih, d);
-      a.indexer.compressor = b.compressor(ap + "indexer.compressor.", ratio, id, d);
-    }
-
-    MoeWeights& f = lw.ffn;
-    const std::string fp = p + "ffn.";
-    f.gate = b.plain(fp + "gate", E, d);
-    if (c.is_hash_layer(L)) {
-      TensorRef t = ck.get(fp + "gate.tid2eid");
-      if ((t.info->dtype != DType::I64 && t.info->dtype != DType::I32) ||
-          t.info->shape != std::vector<int64_t>{V, c.num_experts_per_tok})
-        throw Error("tensor " + fp + "gate.tid2eid must be I64/I32 [vocab, experts_per_tok]");
-      f.tid2eid = t.data;
-      f.tid2eid_i64 = t.info->dtype == DType::I64;
-    } else {
-      f.bias = b.f32(fp + "gate.bias", {E});
-    }
-    f.experts.resize(size_t(E));
-    for (int64_t e = 0; e < E; ++e) {
-      const std::string ep = fp + "experts." + std::to_string(e) + ".";
-      auto lin = [&](const char* n, int64_t o, int64_t i) { return c.experts_fp4() ? b.fp4(ep + n, o, i) : b.fp8(ep + n, o, i); };
-      f.experts[size_t(e)] = {lin("w1", mi, d), lin("w2", d, mi), lin("w3", mi, d)};
-    }
-    f.shared = {b.fp8(fp + "shared_experts.w1", mi, d), b.fp8(fp + "shared_experts.w2", d, mi),
-                b.fp8(fp + "shared_experts.w3", mi, d)};
+  for (int64_t L = 0; L < c.num_hidden_layers; ++L)
+    m.layers[size_t(L)] = bind_layer(b, ck, c, "layers." + std::to_string(L) + ".", L);
+  for (int64_t j = 0; j < c.num_nextn_predict_layers; ++j) {
+    const std::string p = "mtp." + std::to_string(j) + ".";
+    if (!ck.find(p + "e_proj.weight")) break;
+    MtpWeights t;
+    t.block = bind_layer(b, ck, c, p, c.num_hidden_layers + j);
+    t.e_proj = b.fp8(p + "e_proj", d, d);
+    t.h_proj = b.fp8(p + "h_proj", d, d);
+    t.enorm = b.bf16(p + "enorm.weight", {d});
+    t.hnorm = b.bf16(p + "hnorm.weight", {d});
+    t.norm = b.bf16(p + "norm.weight", {d});
+    t.hc_head = {b.f32(p + "hc_head_fn", {hc, hc * d}), b.f32(p + "hc_head_base", {hc}), b.f32(p + "hc_head_scale", {1})};
+    m.mtp.push_back(std::move(t));
   }
   return m;
 }

@@ -33,7 +33,9 @@ struct AttentionWeights {
   const uint16_t* q_norm = nullptr;
   const uint16_t* kv_norm = nullptr;
   std::vector<uint16_t> wo_a;        // bf16 [G·ol, H·hd/G], dequantized at load
-  LinearWeight wo_a_view;            // view of wo_a (bf16)
+  int64_t wo_a_out = 0, wo_a_in = 0;
+  // A view of wo_a, made on demand so that copies and moves of this struct stay valid.
+  LinearWeight wo_a_view() const { return {kernels::WeightFormat::bf16, wo_a.data(), nullptr, wo_a_out, wo_a_in}; }
   CompressorWeights compressor;      // ratio > 0
   IndexerWeights indexer;            // ratio 4
 };
@@ -66,16 +68,29 @@ struct LayerWeights {
   MoeWeights ffn;
 };
 
+// mtp.j: one more Block (layer id num_hidden_layers + j) fed with
+// bf16(e_proj(enorm(embed(next id))) + h_proj(hnorm(main streams))), with its own hc_head and
+// norm; the embedding and head are shared with the main model.
+struct MtpWeights {
+  LayerWeights block;
+  LinearWeight e_proj, h_proj;      // fp8 [d, d]
+  const uint16_t* enorm = nullptr;
+  const uint16_t* hnorm = nullptr;
+  const uint16_t* norm = nullptr;
+  HcWeights hc_head;
+};
+
 struct ModelWeights {
   const uint16_t* embed = nullptr;  // bf16 [V, d]
   LinearWeight head;                // bf16 [V, d], used as an fp32 linear
   const uint16_t* norm = nullptr;
   HcWeights hc_head;
-  std::vector<LayerWeights> layers;  // main layers only (MTP is not wired yet)
+  std::vector<LayerWeights> layers;  // main layers
+  std::vector<MtpWeights> mtp;       // present when the checkpoint has mtp.j.* tensors
 };
 
-// Binds every main-layer tensor of the checkpoint (which must match the config: see
-// tensors.h's check) and dequantizes wo_a.
+// Binds every tensor of the checkpoint (which must match the config: see tensors.h's check),
+// main layers and the MTP blocks present, and dequantizes wo_a.
 ModelWeights bind_weights(const Config& c, const SafetensorsCheckpoint& ckpt);
 
 }  // namespace strata::dsv4
