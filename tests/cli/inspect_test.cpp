@@ -100,3 +100,28 @@ TEST(Inspect, MadeModelPassesAndACorruptShardFails) {
 
 }  // namespace
 }  // namespace strata
+
+namespace strata {
+namespace {
+
+TEST(Ledger, PrintsTheBooksFiguresAndRejectsBadInput) {
+  auto r = run_strata("ledger --json --index-keys fp8 --context 1048576 --config " +
+                      shell_quote(kShared + "/models/deepseek-v4-flash/config.json"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_DOUBLE_EQ(j["bytes_per_token"].get<double>(), 3850.25);
+  EXPECT_EQ(j["fixed_bytes"].get<int64_t>(), 15420416);
+  EXPECT_EQ(j["by_kind"]["indexer_keys"]["format"], "128 e4m3 + f32 scale");
+  r = run_strata("ledger --context 4096 --memory 8 --config " + shell_quote(kShared + "/models/deepseek-v4-pro/config.json"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("8.0 GB holds"), std::string::npos) << r.out;
+  r = run_strata("ledger --context 99999999 --config " + shell_quote(kShared + "/models/deepseek-v4-pro/config.json"));
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("exceeds max_position_embeddings"), std::string::npos) << r.err;
+  r = run_strata("ledger --context 10");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("exactly one of --model DIR or --config FILE"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace strata

@@ -1,0 +1,27 @@
+// DeepSeek-V4's cache specs per layer (see cache/cache_spec.h), in the storage formats the
+// paper describes:
+//   window and compressed entries: the 448 non-RoPE dims as e4m3 with one e8m0 scale per 64
+//     (the forward pass fake-quantizes exactly so, hence lossless) + 64 RoPE dims in bf16 =
+//     448 + 7 + 128 = 583 bytes, padded to 584 for 8-byte alignment;
+//   indexer keys: 128 dims as e2m1 with one e8m0 scale per 32 (again exactly the forward
+//     pass's FP4 fake-quant) = 64 + 4 = 68 bytes; the FP8 layout of the serving literature
+//     (128 e4m3 + a 4-byte scale = 132 bytes) is available for comparison;
+//   compressor partial state: fp32 kv and score slots, coff·ratio × coff·head_dim each.
+#pragma once
+#include "cache/cache_spec.h"
+#include "models/deepseek_v4/config.h"
+
+namespace strata::dsv4 {
+
+enum class IndexKeyFormat { fp4, fp8 };
+
+struct CacheLayoutOptions {
+  IndexKeyFormat index_keys = IndexKeyFormat::fp4;
+  bool include_mtp = false;  // the MTP block's window (only used by speculative decoding)
+};
+
+int64_t kv_entry_bytes(const Config& c);
+int64_t index_key_bytes(const Config& c, IndexKeyFormat f);
+cache::CacheLayout cache_layout(const Config& c, const CacheLayoutOptions& o = {});
+
+}  // namespace strata::dsv4
