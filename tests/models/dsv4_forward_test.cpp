@@ -107,6 +107,28 @@ TEST(Dsv4Forward, LogitsAreNotDegenerate) {
   EXPECT_FALSE(same_bits(a, b));
 }
 
+TEST(Dsv4Forward, MtpChunkedEqualsStepByStep) {
+  Model& m = *tiny().model;
+  ASSERT_EQ(m.n_mtp(), 1);
+  auto ids = random_ids(41, m.config().vocab_size, 4);
+  // MTP at position t reads the main streams of token t and the id of token t+1.
+  SequenceState a = m.new_sequence();
+  std::vector<float> h;
+  m.advance(a, ids.data(), 40, &h);
+  auto all = m.mtp_forward(a, h.data(), ids.data() + 1, 40);
+  SequenceState b = m.new_sequence();
+  std::vector<float> one;
+  for (int64_t t = 0; t < 40; ++t) {
+    std::vector<float> ht;
+    m.advance(b, &ids[size_t(t)], 1, &ht);
+    one = m.mtp_forward(b, ht.data(), &ids[size_t(t + 1)], 1);
+  }
+  EXPECT_TRUE(same_bits(all, one));
+  EXPECT_EQ(a.mtp_pos[0], 40);
+  for (float v : all) ASSERT_TRUE(std::isfinite(v));
+  EXPECT_THROW(m.mtp_forward(a, h.data(), ids.data(), 1, 1), Error);
+}
+
 TEST(Dsv4Forward, RejectsBadInputs) {
   Model& m = *tiny().model;
   SequenceState st = m.new_sequence();
