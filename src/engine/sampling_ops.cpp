@@ -73,15 +73,12 @@ void gather_candidates(std::span<const float> logits, float max_logit, float thr
   }
 }
 
-void apply_top_p(std::vector<Candidate>& c, double p) {
-  if (p >= 1.0 || c.size() <= 1) return;
-  double total = 0;
-  for (const auto& x : c) total += x.weight;
-  const double target = p * total;
-  // Quickselect on mass. Invariant: c[0, lo) precede everything in c[lo, hi) and are kept,
-  // c[hi, n) are dropped, and `before` is the mass of c[0, lo).
-  size_t lo = 0, hi = c.size();
-  double before = 0;
+namespace {
+
+// Exact top-p on c[lo, hi), given that c[0, lo) precede all of it, are kept and weigh
+// `before`. Quickselect on mass. Invariant: c[0, lo) kept, c[hi, ...) dropped, `before` the
+// mass of c[0, lo). Returns the number of candidates kept.
+size_t top_p_select(std::vector<Candidate>& c, size_t lo, size_t hi, double before, double target) {
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
     std::nth_element(c.begin() + lo, c.begin() + mid, c.begin() + hi, precedes);
@@ -94,7 +91,43 @@ void apply_top_p(std::vector<Candidate>& c, double p) {
       hi = mid;
     }
   }
-  c.resize(lo);
+  return lo;
+}
+
+// Below this many candidates the quickselect alone is cheap enough.
+constexpr size_t kTopPBucketMin = 4096;
+constexpr int kTopPBuckets = 2048;
+
+}  // namespace
+
+void apply_top_p(std::vector<Candidate>& c, double p) {
+  if (p >= 1.0 || c.size() <= 1) return;
+  double total = 0;
+  float lowest = 0;
+  for (const auto& x : c) {
+    total += x.weight;
+    lowest = std::min(lowest, x.logit);
+  }
+  const double target = p * total;
+  const float scale = float(kTopPBuckets) / -lowest;
+  if (c.size() < kTopPBucketMin || !(lowest < 0) || !std::isfinite(scale)) {
+    c.resize(top_p_select(c, 0, c.size(), 0.0, target));
+    return;
+  }
+  // Large vocabularies: first a histogram of mass by logit. The bucket index is a
+  // non-increasing function of the logit, so whole buckets before the one where the mass
+  // reaches p are inside the nucleus and whole buckets after it are outside; only the
+  // boundary bucket needs the exact selection. Two linear passes instead of a quickselect
+  // over the whole vocabulary.
+  auto bucket = [scale](float logit) { return std::min(kTopPBuckets - 1, int(-logit * scale)); };
+  std::vector<double> mass(kTopPBuckets, 0.0);
+  for (const auto& x : c) mass[size_t(bucket(x.logit))] += x.weight;
+  int boundary = 0;
+  double before = 0;
+  while (boundary < kTopPBuckets - 1 && before + mass[size_t(boundary)] < target) before += mass[size_t(boundary++)];
+  auto mid = std::partition(c.begin(), c.end(), [&](const Candidate& x) { return bucket(x.logit) < boundary; });
+  auto end = std::partition(mid, c.end(), [&](const Candidate& x) { return bucket(x.logit) == boundary; });
+  c.resize(top_p_select(c, size_t(mid - c.begin()), size_t(end - c.begin()), before, target));
 }
 
 void apply_min_p(std::vector<Candidate>& c, double min_p) {

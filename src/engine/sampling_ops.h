@@ -7,8 +7,9 @@
 //
 // Cost on a vocabulary of V (129,280 for DeepSeek-V4): no step sorts the vocabulary. Top-k
 // finds its threshold with a k-element heap (small k) or nth_element (large k) and gathers
-// only the survivors; top-p is a quickselect on probability mass (expected O(V)); min-p and
-// the draw are single passes over the survivors.
+// only the survivors; top-p buckets the mass by logit to find the boundary in two passes and
+// runs an exact quickselect on mass only inside the boundary bucket; min-p and the draw are
+// single passes over the survivors.
 #pragma once
 #include <cstdint>
 #include <span>

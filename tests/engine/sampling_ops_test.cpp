@@ -179,6 +179,44 @@ TEST(TopP, MatchesSortedReferenceOnLargeVocab) {
   }
 }
 
+TEST(TopP, LargeVocabWithTiesMatchesSortedReference) {
+  // Few distinct logits: many ties inside every bucket and at the boundary.
+  std::mt19937 rng(12);
+  std::uniform_int_distribution<int> d(-40, 0);
+  std::vector<float> v(50000);
+  for (auto& x : v) x = float(d(rng)) * 0.125f;
+  for (double top_p : {0.05, 0.3, 0.7, 0.999}) {
+    SamplingParams p;
+    p.top_p = top_p;
+    auto got = ids_of(process(v, p));
+    SamplingParams none;
+    auto all = process(v, none);
+    std::sort(all.begin(), all.end(), precedes);
+    double total = 0, before = 0;
+    for (const auto& x : all) total += x.weight;
+    std::vector<Candidate> kept;
+    for (const auto& x : all) {
+      if (before >= top_p * total) break;
+      kept.push_back(x);
+      before += x.weight;
+    }
+    EXPECT_EQ(got, ids_of(kept)) << top_p;
+  }
+}
+
+TEST(TopP, LargeFlatVocabExactBoundary) {
+  // 8192 equal logits (weights exactly 1): p = 1/2 keeps exactly the 4096 lowest ids.
+  std::vector<float> flat(8192, 0.0f);
+  SamplingParams p;
+  p.top_p = 0.5;
+  auto ids = ids_of(process(flat, p));
+  ASSERT_EQ(ids.size(), 4096u);
+  EXPECT_EQ(ids.back(), 4095);
+  // One token far above the rest with p below its mass: only it survives.
+  flat[5000] = 30.0f;
+  EXPECT_EQ(ids_of(process(flat, p)), (std::vector<int32_t>{5000}));
+}
+
 TEST(MinP, KeepsTokensAboveAFractionOfTheTop) {
   std::vector<float> l = {0.0f, std::log(0.5f), std::log(0.2f), std::log(0.05f)};
   SamplingParams p;
