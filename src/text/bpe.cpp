@@ -54,13 +54,14 @@ Bpe::Bpe(const nlohmann::json& model) {
     max_id = std::max(max_id, id.get<int32_t>());
   }
   id_bytes_.resize(static_cast<size_t>(max_id + 1));
+  id_tokens_.resize(static_cast<size_t>(max_id + 1));
   for (const auto& [tok, id] : vocab_) {
+    id_tokens_[id] = tok;
     auto raw = byte_level_decode(tok);
     id_bytes_[id] = raw ? *raw : tok;
     if (ignore_merges_ && raw) bytes_to_id_.emplace(*raw, id);
   }
   for (int b = 0; b < 256; ++b) {
-    std::string ch;
     auto it = vocab_.find(byte_level_encode(std::string(1, static_cast<char>(b))));
     byte_id_[b] = it == vocab_.end() ? -1 : it->second;
   }
@@ -186,7 +187,7 @@ void Bpe::encode_word(std::string_view bytes, std::vector<int32_t>& out) const {
   bool cacheable = bytes.size() <= kMaxCachedWord;
   if (cacheable) {
     std::lock_guard lock(cache_mu_);
-    auto it = cache_.find(std::string(bytes));
+    auto it = cache_.find(bytes);
     if (it != cache_.end()) {
       out.insert(out.end(), it->second.begin(), it->second.end());
       return;

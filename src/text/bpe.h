@@ -27,6 +27,8 @@ class Bpe {
   // Raw bytes of each id (the token as written where it is not byte-mapped); empty optional
   // for ids the vocab does not have.
   const std::vector<std::optional<std::string>>& id_bytes() const { return id_bytes_; }
+  // The spelling of each id in tokenizer.json (empty for ids the vocab does not have).
+  const std::vector<std::string>& id_tokens() const { return id_tokens_; }
 
  private:
   struct Merge { int32_t rank, id; };
@@ -35,6 +37,7 @@ class Bpe {
 
   std::unordered_map<std::string, int32_t> vocab_;
   std::vector<std::optional<std::string>> id_bytes_;
+  std::vector<std::string> id_tokens_;
   int32_t byte_id_[256];                       // -1: byte not in vocab
   std::optional<int32_t> unk_id_;
   bool ignore_merges_ = false;
@@ -44,8 +47,13 @@ class Bpe {
   std::vector<Merge> merge_vals_;
   uint64_t merge_mask_ = 0;
 
+  // Looked up by string_view without building a std::string.
+  struct WordHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
   mutable std::mutex cache_mu_;
-  mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;
+  mutable std::unordered_map<std::string, std::vector<int32_t>, WordHash, std::equal_to<>> cache_;
 };
 
 }  // namespace strata

@@ -11,6 +11,24 @@ namespace strata {
 std::vector<std::string_view> split_pieces(std::string_view text,
                                            const std::vector<std::pair<size_t, size_t>>& matches,
                                            SplitBehavior behavior, bool invert) {
+  std::vector<std::string_view> pieces;
+  split_pieces(text, matches, behavior, invert, pieces);
+  return pieces;
+}
+
+void split_pieces(std::string_view text, const std::vector<std::pair<size_t, size_t>>& matches,
+                  SplitBehavior behavior, bool invert, std::vector<std::string_view>& pieces) {
+  if (behavior == SplitBehavior::Isolated) {
+    // Every span is its own piece (the common case, done without building spans).
+    size_t prev = 0;
+    for (auto [s, e] : matches) {
+      if (s > prev) pieces.push_back(text.substr(prev, s - prev));
+      if (e > s) pieces.push_back(text.substr(s, e - s));
+      prev = e;
+    }
+    if (prev < text.size()) pieces.push_back(text.substr(prev));
+    return;
+  }
   // Spans covering the whole text, each marked as delimiter or not.
   struct Span { size_t b, e; bool delim; };
   std::vector<Span> spans;
@@ -26,8 +44,7 @@ std::vector<std::string_view> split_pieces(std::string_view text,
   std::vector<Span> out;
   out.reserve(spans.size());
   switch (behavior) {
-    case SplitBehavior::Isolated:
-      out = spans;
+    case SplitBehavior::Isolated:  // returned above
       break;
     case SplitBehavior::Removed:
       for (const Span& s : spans) if (!s.delim) out.push_back(s);
@@ -63,10 +80,7 @@ std::vector<std::string_view> split_pieces(std::string_view text,
       break;
     }
   }
-  std::vector<std::string_view> pieces;
-  pieces.reserve(out.size());
   for (const Span& s : out) if (s.e > s.b) pieces.push_back(text.substr(s.b, s.e - s.b));
-  return pieces;
 }
 
 namespace {
@@ -99,11 +113,14 @@ class SplitStep final : public PreTokenizerStep {
         invert_(j.value("invert", false)) {}
 
   void apply(std::vector<std::string_view>& pieces, std::deque<std::string>&) const override {
-    std::vector<std::string_view> out;
-    out.reserve(pieces.size() * 2);
+    // Scratch buffers reused across calls: this runs once per piece of every text.
+    thread_local std::vector<std::pair<size_t, size_t>> matches;
+    thread_local std::vector<std::string_view> out;
+    out.clear();
     for (std::string_view p : pieces) {
-      auto parts = split_pieces(p, regex_.find_all(p), behavior_, invert_);
-      out.insert(out.end(), parts.begin(), parts.end());
+      matches.clear();
+      regex_.find_all(p, matches);
+      split_pieces(p, matches, behavior_, invert_, out);
     }
     pieces.swap(out);
   }
@@ -146,9 +163,11 @@ class ByteLevelStep final : public PreTokenizerStep {
     }
     if (!use_regex_) return;
     std::vector<std::string_view> out;
+    std::vector<std::pair<size_t, size_t>> matches;
     for (std::string_view p : pieces) {
-      auto parts = split_pieces(p, regex_->find_all(p), SplitBehavior::Isolated, false);
-      out.insert(out.end(), parts.begin(), parts.end());
+      matches.clear();
+      regex_->find_all(p, matches);
+      split_pieces(p, matches, SplitBehavior::Isolated, false, out);
     }
     pieces.swap(out);
   }

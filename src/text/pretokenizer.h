@@ -33,6 +33,9 @@ enum class SplitBehavior { Removed, Isolated, MergedWithPrevious, MergedWithNext
 std::vector<std::string_view> split_pieces(std::string_view text,
                                            const std::vector<std::pair<size_t, size_t>>& matches,
                                            SplitBehavior behavior, bool invert);
+// The same, appended to out.
+void split_pieces(std::string_view text, const std::vector<std::pair<size_t, size_t>>& matches,
+                  SplitBehavior behavior, bool invert, std::vector<std::string_view>& out);
 
 class PreTokenizer {
  public:

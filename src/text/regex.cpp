@@ -162,6 +162,11 @@ Regex& Regex::operator=(Regex&&) noexcept = default;
 
 std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view text) const {
   std::vector<std::pair<size_t, size_t>> out;
+  find_all(text, out);
+  return out;
+}
+
+void Regex::find_all(std::string_view text, std::vector<std::pair<size_t, size_t>>& out) const {
   MatchState& ms = match_state();
   auto subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   size_t pos = 0;
@@ -183,7 +188,6 @@ std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view text) co
       pos = s + utf8_next(text, s).len;
     }
   }
-  return out;
 }
 
 bool Regex::search(std::string_view text) const {

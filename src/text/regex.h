@@ -31,6 +31,8 @@ class Regex {
   // order JavaScript's matchAll finds them (after an empty match the search moves on by one
   // character).
   std::vector<std::pair<size_t, size_t>> find_all(std::string_view text) const;
+  // The same, appended to out (lets callers reuse one buffer).
+  void find_all(std::string_view text, std::vector<std::pair<size_t, size_t>>& out) const;
   // Whether the pattern matches somewhere in text.
   bool search(std::string_view text) const;
   const std::string& pattern() const { return source_; }

@@ -183,8 +183,7 @@ void Tokenizer::check_id(int32_t id) const {
 std::string Tokenizer::id_to_token(int32_t id) const {
   check_id(id);
   if (auto it = added_by_id_.find(id); it != added_by_id_.end()) return added_[it->second].content;
-  for (const auto& [tok, i] : bpe_->vocab()) if (i == id) return tok;
-  return {};
+  return bpe_->id_tokens()[id];
 }
 
 bool Tokenizer::is_special(int32_t id) const {
@@ -215,7 +214,9 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special) 
   std::vector<int32_t> ids;
   ids.reserve(text.size() / 3 + 4);
   if (add_special && add_bos_) ids.push_back(bos_id_);
-  std::string clean = utf8_sanitize(text);
+  std::string repaired;
+  std::string_view clean = text;
+  if (!utf8_valid(text)) clean = repaired = utf8_sanitize(text);
   std::vector<Segment> segs;
   raw_matcher_.split(clean, segs);
   std::vector<Segment> inner;

@@ -223,7 +223,9 @@ TEST(StreamingParser, ByteAtATimeEqualsWholeText) {
       // No delta carries a piece of a special marker or half a character.
       EXPECT_EQ(e.text.find("<｜end"), std::string::npos);
       EXPECT_EQ(e.text.find("</th"), std::string::npos);
-      if (!e.text.empty()) EXPECT_NE(static_cast<unsigned char>(e.text.back()) & 0xC0, 0x80u);
+      if (!e.text.empty()) {
+        EXPECT_NE(static_cast<unsigned char>(e.text.back()) & 0xC0, 0x80u);
+      }
     }
   }
 }

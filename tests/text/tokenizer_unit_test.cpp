@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/error.h"
@@ -218,7 +219,9 @@ TEST(StreamDecoder, EmojiByteByByte) {
     auto id = qwen().token_to_id(byte_level_encode(emoji.substr(i, 1)));
     ASSERT_TRUE(id);
     std::string piece = sd.push(*id);
-    if (i + 1 < emoji.size()) EXPECT_EQ(piece, "") << "byte " << i;
+    if (i + 1 < emoji.size()) {
+      EXPECT_EQ(piece, "") << "byte " << i;
+    }
     out += piece;
   }
   EXPECT_EQ(out, emoji);
@@ -376,4 +379,23 @@ TEST(Nfc, ComposesAndReorders) {
   EXPECT_EQ(nfc("a\u0301\u0301"), "\u00e1\u0301");         // second accent is blocked
   EXPECT_EQ(nfc("\u0958"), "\u0915\u093c");                // composition exclusion
   EXPECT_EQ(nfc("\u00e9\u0327"), "\u0229\u0301");          // é + cedilla: ȩ́
+}
+
+TEST(Concurrency, EncodeFromSeveralThreadsAgrees) {
+  // The per-word cache is shared: threads must get the same ids as a single thread.
+  std::vector<std::string> texts;
+  for (int i = 0; i < 64; ++i)
+    texts.push_back("thread " + std::to_string(i * 7919) + " 你好 wörld émoji 😀 <|im_end|> word" + std::to_string(i));
+  std::vector<std::vector<int32_t>> expect;
+  for (const auto& t : texts) expect.push_back(qwen().encode(t));
+  std::vector<std::thread> threads;
+  std::vector<int> bad(4, 0);
+  for (int k = 0; k < 4; ++k)
+    threads.emplace_back([&, k] {
+      for (int rep = 0; rep < 20; ++rep)
+        for (size_t i = 0; i < texts.size(); ++i)
+          if (qwen().encode(texts[i]) != expect[i]) ++bad[k];
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(bad, (std::vector<int>(4, 0)));
 }
