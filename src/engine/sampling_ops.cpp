@@ -20,23 +20,39 @@ constexpr size_t kHeapTopK = 1024;
 }  // namespace
 
 float checked_max(std::span<const float> logits) {
-  float m = -kInf;
-  bool bad = false;
-  for (float x : logits) {
-    bad |= !(x < kInf);  // NaN or +inf
-    m = x > m ? x : m;
+  // Independent lanes so that the compiler can vectorize: `x > m ? x : m` is exactly maxps,
+  // and a lane's result does not depend on the order of the others.
+  constexpr size_t kLanes = 16;
+  float m[kLanes];
+  uint32_t bad[kLanes] = {};
+  std::fill(m, m + kLanes, -kInf);
+  const size_t n = logits.size(), body = n - n % kLanes;
+  const float* v = logits.data();
+  for (size_t i = 0; i < body; i += kLanes)
+    for (size_t j = 0; j < kLanes; ++j) {
+      float x = v[i + j];
+      m[j] = x > m[j] ? x : m[j];
+      bad[j] |= !(x < kInf);  // NaN or +inf
+    }
+  for (size_t i = body; i < n; ++i) {
+    m[0] = v[i] > m[0] ? v[i] : m[0];
+    bad[0] |= !(v[i] < kInf);
   }
-  if (bad) throw Error("logits contain NaN or +inf");
-  if (m == -kInf) throw Error("every token is masked (all logits are -inf)");
-  return m;
+  float best = -kInf;
+  uint32_t any_bad = 0;
+  for (size_t j = 0; j < kLanes; ++j) {
+    best = std::max(best, m[j]);
+    any_bad |= bad[j];
+  }
+  if (any_bad) throw Error("logits contain NaN or +inf");
+  if (best == -kInf) throw Error("every token is masked (all logits are -inf)");
+  return best;
 }
 
 int32_t argmax(std::span<const float> logits) {
-  checked_max(logits);
-  size_t best = 0;
-  for (size_t i = 1; i < logits.size(); ++i)
-    if (logits[i] > logits[best]) best = i;  // strict: the first (lowest id) maximum wins
-  return int32_t(best);
+  const float m = checked_max(logits);
+  // The first (lowest id) position holding the maximum.
+  return int32_t(std::find(logits.begin(), logits.end(), m) - logits.begin());
 }
 
 float kth_largest(std::span<const float> logits, size_t k) {
