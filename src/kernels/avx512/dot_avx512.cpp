@@ -1,8 +1,7 @@
-// The canonical dot (kernels/dot.h) with one 16-lane vector accumulator: lane j sums elements
-// k ≡ j (mod 16) with separate multiply and add (no FMA), the tail through a masked load
-// (adding +0 leaves a lane unchanged), then the same 8+8, 4+4, 2+2, 1+1 fold. Bit-identical
-// to the scalar reference.
-// The ISA flags allow FMA; GCC would fuse mul + add (one rounding) and break bit-equality.
+// The canonical dot (kernels/dot.h) with two 8-wide fp64 accumulators standing for lanes 0-7
+// and 8-15: floats widened, products exact in fp64, fma = one rounding of exact product + lane
+// (the same as the scalar mul-then-add), masked tail loads add +0 (a lane never holds -0), then
+// the same fold. Bit-identical to the scalar reference.
 #pragma GCC optimize("fp-contract=off")
 #include <immintrin.h>
 
@@ -11,16 +10,25 @@
 namespace strata::kernels::avx512 {
 
 float dot(const float* a, const float* b, int64_t n) {
-  __m512 acc = _mm512_setzero_ps();
+  __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
   int64_t k = 0;
-  for (; k + 16 <= n; k += 16) acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_loadu_ps(a + k), _mm512_loadu_ps(b + k)));
+  for (; k + 16 <= n; k += 16) {
+    const __m512 va = _mm512_loadu_ps(a + k), vb = _mm512_loadu_ps(b + k);
+    lo = _mm512_fmadd_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(va)), _mm512_cvtps_pd(_mm512_castps512_ps256(vb)), lo);
+    hi = _mm512_fmadd_pd(_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(va), 1))),
+                         _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(vb), 1))), hi);
+  }
   if (k < n) {
     const __mmask16 m = __mmask16((1u << (n - k)) - 1u);
-    acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, a + k), _mm512_maskz_loadu_ps(m, b + k)));
+    const __m512 va = _mm512_maskz_loadu_ps(m, a + k), vb = _mm512_maskz_loadu_ps(m, b + k);
+    lo = _mm512_fmadd_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(va)), _mm512_cvtps_pd(_mm512_castps512_ps256(vb)), lo);
+    hi = _mm512_fmadd_pd(_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(va), 1))),
+                         _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(vb), 1))), hi);
   }
-  alignas(64) float l[16];
-  _mm512_store_ps(l, acc);
-  return fold16(l);
+  alignas(64) double l[16];
+  _mm512_store_pd(l, lo);
+  _mm512_store_pd(l + 8, hi);
+  return float(fold16(l));
 }
 
 }  // namespace strata::kernels::avx512

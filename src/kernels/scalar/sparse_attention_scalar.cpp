@@ -15,7 +15,7 @@ void sparse_attention(const float* q, int64_t heads, int64_t dim, const float* c
   const DotFn dotf = dot_fn();
   parallel_for(heads, std::max<int64_t>(1, (int64_t(1) << 18) / std::max<int64_t>(1, n * dim)), [&](int64_t hb, int64_t he) {
     std::vector<float> z(size_t(n > 0 ? n : 1));
-    std::vector<float> acc(static_cast<size_t>(dim));
+    std::vector<double> acc(static_cast<size_t>(dim));
     for (int64_t h = hb; h < he; ++h) {
       const float* qh = q + h * dim;
       float m = -std::numeric_limits<float>::infinity();
@@ -31,14 +31,13 @@ void sparse_attention(const float* q, int64_t heads, int64_t dim, const float* c
       }
       l += double(float(std::exp(double(sink[h] - m))));
       const float lf = float(l);
-      std::fill(acc.begin(), acc.end(), 0.0f);
+      std::fill(acc.begin(), acc.end(), 0.0);
       for (int64_t j = 0; j < n; ++j) {
-        const float w = round_bf16(z[size_t(j)]);
+        const double w = round_bf16(z[size_t(j)]);
         const float* c = entries[j];
-        for (int64_t d = 0; d < dim; ++d) acc[size_t(d)] += w * c[d];
+        for (int64_t d = 0; d < dim; ++d) acc[size_t(d)] += w * double(c[d]);  // exact products, fp64 sum
       }
-      for (int64_t d = 0; d < dim; ++d) acc[size_t(d)] = acc[size_t(d)] / lf;
-      for (int64_t d = 0; d < dim; ++d) out[h * dim + d] = round_bf16(acc[size_t(d)]);
+      for (int64_t d = 0; d < dim; ++d) out[h * dim + d] = round_bf16(float(acc[size_t(d)]) / lf);
     }
   });
 }

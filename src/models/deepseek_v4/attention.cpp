@@ -30,9 +30,9 @@ void rescale_heads(float* q, int64_t heads, int64_t hd, float eps) {
     for (int64_t i = 0; i < hd; ++i) sq[size_t(i)] = round_bf16(qh[i] * qh[i]);
     float sum = 0.0f;
     {
-      float l[kernels::kDotLanes] = {};
+      double l[kernels::kDotLanes] = {};
       for (int64_t i = 0; i < hd; ++i) l[i % kernels::kDotLanes] += sq[size_t(i)];
-      sum = kernels::fold16(l);
+      sum = float(kernels::fold16(l));  // fp64 sum rounded once (see sum_squares)
     }
     float mean = round_bf16(sum / float(hd));
     float r = round_bf16(float(1.0 / std::sqrt(double(round_bf16(mean + eps)))));
