@@ -1,6 +1,6 @@
 // Tokenizer throughput on one core: MB/s of mixed text (the test corpus: code, CJK, emoji,
-// numbers, white space, several scripts) for both real tokenizers, and of text made of
-// never-repeating random words, which defeats the per-word BPE cache.
+// numbers, white space, several scripts) for both real tokenizers, of very long words, and
+// of text made of never-repeating random words, which defeats the per-word BPE cache.
 // Run: build/<dir>/bench/tokenizer_bench  (needs ../shared/tokenizers)
 #include <benchmark/benchmark.h>
 
@@ -25,28 +25,38 @@ const strata::Tokenizer& tokenizer(const std::string& name) {
   return name == "qwen3" ? qw : ds;
 }
 
-// The corpus files (minus the deliberately broken one), about 40 KB.
+std::string corpus(bool long_words) {
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(kSource / "tests/text/corpus")) {
+    if (e.path().extension() != ".txt" || e.path().filename() == "invalid_utf8.txt") continue;
+    if ((e.path().filename() == "long_words.txt") == long_words) files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  std::string s;
+  for (const auto& f : files) {
+    std::ifstream in(f, std::ios::binary);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    s += ss.str();
+  }
+  return s;
+}
+
+// The corpus files except the deliberately broken one and the pathological long words:
+// about 9 KB of code, prose in many scripts, emoji, numbers and white space.
 const std::string& mixed_text() {
-  static const std::string text = [] {
-    std::vector<fs::path> files;
-    for (const auto& e : fs::directory_iterator(kSource / "tests/text/corpus"))
-      if (e.path().extension() == ".txt" && e.path().filename() != "invalid_utf8.txt") files.push_back(e.path());
-    std::sort(files.begin(), files.end());
-    std::string s;
-    for (const auto& f : files) {
-      std::ifstream in(f, std::ios::binary);
-      std::ostringstream ss;
-      ss << in.rdbuf();
-      s += ss.str();
-    }
-    return s;
-  }();
+  static const std::string text = corpus(false);
   return text;
 }
 
-void BM_EncodeMixed(benchmark::State& state, const std::string& name) {
+// Words of thousands of characters (too long for the word cache), about 32 KB.
+const std::string& long_words_text() {
+  static const std::string text = corpus(true);
+  return text;
+}
+
+void encode_text(benchmark::State& state, const std::string& name, const std::string& text) {
   const auto& tok = tokenizer(name);
-  const std::string& text = mixed_text();
   size_t tokens = 0;
   for (auto _ : state) {
     auto ids = tok.encode(text);
@@ -55,6 +65,11 @@ void BM_EncodeMixed(benchmark::State& state, const std::string& name) {
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * text.size()));
   state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(tokens), benchmark::Counter::kIsRate);
+}
+
+void BM_EncodeMixed(benchmark::State& state, const std::string& name) { encode_text(state, name, mixed_text()); }
+void BM_EncodeLongWords(benchmark::State& state, const std::string& name) {
+  encode_text(state, name, long_words_text());
 }
 
 void BM_EncodeUniqueWords(benchmark::State& state, const std::string& name) {
@@ -87,6 +102,8 @@ void BM_Decode(benchmark::State& state, const std::string& name) {
 
 BENCHMARK_CAPTURE(BM_EncodeMixed, deepseek_v3, std::string("deepseek_v3"));
 BENCHMARK_CAPTURE(BM_EncodeMixed, qwen3, std::string("qwen3"));
+BENCHMARK_CAPTURE(BM_EncodeLongWords, deepseek_v3, std::string("deepseek_v3"));
+BENCHMARK_CAPTURE(BM_EncodeLongWords, qwen3, std::string("qwen3"));
 BENCHMARK_CAPTURE(BM_EncodeUniqueWords, deepseek_v3, std::string("deepseek_v3"));
 BENCHMARK_CAPTURE(BM_EncodeUniqueWords, qwen3, std::string("qwen3"));
 BENCHMARK_CAPTURE(BM_Decode, qwen3, std::string("qwen3"));

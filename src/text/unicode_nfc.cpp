@@ -16,8 +16,7 @@ constexpr char32_t kSBase = 0xAC00, kLBase = 0x1100, kVBase = 0x1161, kTBase = 0
 constexpr char32_t kLCount = 19, kVCount = 21, kTCount = 28, kNCount = kVCount * kTCount,
                    kSCount = kLCount * kNCount;
 
-uint8_t ccc_of(char32_t cp) {
-  if (cp < 0x300) return 0;
+uint8_t ccc_slow(char32_t cp) {
   auto it = std::upper_bound(kCccRanges, kCccRanges + kCccRangeCount, cp,
                              [](char32_t c, const CccRange& r) { return c < r.first; });
   if (it == kCccRanges) return 0;
@@ -25,11 +24,33 @@ uint8_t ccc_of(char32_t cp) {
   return cp <= it->last ? it->ccc : 0;
 }
 
-bool unstable(char32_t cp) {
-  if (cp < 0x300) return false;
+uint8_t ccc_of(char32_t cp) {
+  static const std::vector<uint8_t> bmp = [] {
+    std::vector<uint8_t> t(0x10000, 0);
+    for (size_t r = 0; r < kCccRangeCount && kCccRanges[r].first < 0x10000; ++r)
+      for (char32_t c = kCccRanges[r].first; c <= kCccRanges[r].last && c < 0x10000; ++c) t[c] = kCccRanges[r].ccc;
+    return t;
+  }();
+  return cp < 0x10000 ? bmp[cp] : ccc_slow(cp);
+}
+
+bool unstable_slow(char32_t cp) {
   auto it = std::upper_bound(kNfcUnstable, kNfcUnstable + kNfcUnstableCount, cp,
                              [](char32_t c, const CpRange& r) { return c < r.first; });
   return it != kNfcUnstable && cp <= (it - 1)->last;
+}
+
+// A bitmap of the Basic Multilingual Plane, where nearly all text lives, so the quick scan
+// costs one lookup per character.
+bool unstable(char32_t cp) {
+  static const std::vector<uint64_t> bmp = [] {
+    std::vector<uint64_t> bits(0x10000 / 64, 0);
+    for (char32_t c = 0; c < 0x10000; ++c)
+      if (unstable_slow(c)) bits[c / 64] |= uint64_t{1} << (c % 64);
+    return bits;
+  }();
+  if (cp < 0x10000) return (bmp[cp / 64] >> (cp % 64)) & 1;
+  return unstable_slow(cp);
 }
 
 void decompose(char32_t cp, std::vector<char32_t>& out) {
@@ -64,20 +85,8 @@ char32_t compose(char32_t a, char32_t b) {
   return 0;
 }
 
-}  // namespace
-
-const char* nfc_unicode_version() { return kNfcUnicodeVersion; }
-
-std::string nfc(std::string_view text) {
-  bool stable = true;
-  for (size_t i = 0; i < text.size() && stable;) {
-    if (static_cast<unsigned char>(text[i]) < 0x80) { ++i; continue; }
-    Utf8Char c = utf8_next(text, i);
-    stable = !unstable(c.cp);
-    i += c.len;
-  }
-  if (stable) return std::string(text);
-
+// Full NFC of a segment that starts at a normalization boundary.
+void nfc_segment(std::string_view text, std::string& s) {
   std::vector<char32_t> d;
   d.reserve(text.size() + 8);
   for (size_t i = 0; i < text.size();) {
@@ -116,10 +125,40 @@ std::string nfc(std::string_view text) {
     }
     out.push_back(cp);
   }
-  std::string s;
-  s.reserve(text.size());
   for (char32_t cp : out) utf8_append(s, cp);
-  return s;
+}
+
+}  // namespace
+
+const char* nfc_unicode_version() { return kNfcUnicodeVersion; }
+
+std::string nfc(std::string_view text) {
+  // A stable character (class 0, unchanged by NFC, never composing with what precedes it)
+  // is a normalization boundary: only the stretches from the last stable character before
+  // an unstable one up to the next stable character need the full algorithm.
+  std::string out;
+  size_t copied = 0;      // text[0, copied) is in out
+  size_t last_stable = 0; // start of the last stable character seen (or `copied`)
+  bool changed = false;
+  for (size_t i = 0; i < text.size();) {
+    if (static_cast<unsigned char>(text[i]) < 0x80) { last_stable = i++; continue; }
+    Utf8Char c = utf8_next(text, i);
+    if (!unstable(c.cp)) { last_stable = i; i += c.len; continue; }
+    size_t j = i + c.len;
+    while (j < text.size()) {
+      Utf8Char n = utf8_next(text, j);
+      if (!unstable(n.cp)) break;
+      j += n.len;
+    }
+    size_t seg = std::max(last_stable, copied);
+    if (!changed) { out.reserve(text.size() + 16); changed = true; }
+    out.append(text.substr(copied, seg - copied));
+    nfc_segment(text.substr(seg, j - seg), out);
+    copied = last_stable = i = j;
+  }
+  if (!changed) return std::string(text);
+  out.append(text.substr(copied));
+  return out;
 }
 
 }  // namespace strata
