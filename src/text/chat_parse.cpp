@@ -3,26 +3,11 @@
 #include "core/error.h"
 #include "text/dsv4_tokens.h"
 #include "text/marker_scan.h"
+#include "text/utf8.h"
 
 namespace strata {
 
 using namespace dsv4;
-
-namespace {
-
-// Length of s without a trailing, still incomplete UTF-8 character: deltas end on character
-// boundaries (byte-level tokens can split a character), so each one is valid text on its own.
-size_t complete_utf8_prefix(std::string_view s) {
-  for (size_t back = 1; back <= 4 && back <= s.size(); ++back) {
-    const auto c = static_cast<unsigned char>(s[s.size() - back]);
-    if ((c & 0xC0) == 0x80) continue;  // continuation byte: look further back
-    const size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
-    return need > back ? s.size() - back : s.size();
-  }
-  return s.size();
-}
-
-}  // namespace
 
 nlohmann::ordered_json ParsedCompletion::to_json() const {
   nlohmann::ordered_json calls = nlohmann::ordered_json::array();
@@ -88,7 +73,8 @@ void StreamingParser::run(bool at_end, std::vector<StreamEvent>& events) {
             reasoning ? scan_markers(buf_, from_, {kThinkEnd, kToolCallsStart, kBos, kEos, kThinkStart, kDsml}, at_end)
                       : scan_markers(buf_, from_, {kEos, kToolCallsStart, kBos, kThinkStart, kThinkEnd, kDsml}, at_end);
         size_t ready = hit.pos;
-        if (hit.which < 0 && !at_end) ready = complete_utf8_prefix(std::string_view(buf_).substr(0, ready));
+        // Deltas end on character boundaries (byte-level tokens can split a character).
+        if (hit.which < 0 && !at_end) ready -= utf8_incomplete_tail(std::string_view(buf_).substr(0, ready));
         emit_text(std::string_view(buf_).substr(0, ready), events);
         buf_.erase(0, ready);
         from_ = 0;
