@@ -12,7 +12,8 @@ namespace {
 
 constexpr uint64_t kEmpty = ~uint64_t{0};
 constexpr size_t kMaxCachedWord = 256;
-constexpr size_t kMaxCacheEntries = 1 << 17;
+// Bounded so lookups stay cheap; when full the cache starts over (common words return fast).
+constexpr size_t kMaxCacheEntries = 1 << 16;
 
 uint64_t pair_key(int32_t a, int32_t b) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
@@ -75,8 +76,7 @@ Bpe::Bpe(const nlohmann::json& model) {
   const auto& merges = model["merges"];
   size_t cap = 16;
   while (cap < merges.size() * 2) cap <<= 1;
-  merge_keys_.assign(cap, kEmpty);
-  merge_vals_.resize(cap);
+  merge_slots_.assign(cap, Slot{kEmpty, {0, 0}});
   merge_mask_ = cap - 1;
   auto lookup = [&](const std::string& t, size_t rank) {
     auto it = vocab_.find(t);
@@ -103,12 +103,11 @@ Bpe::Bpe(const nlohmann::json& model) {
     int32_t ia = lookup(a, rank), ib = lookup(b, rank), ic = lookup(a + b, rank);
     uint64_t key = pair_key(ia, ib);
     for (uint64_t h = mix(key) & merge_mask_;; h = (h + 1) & merge_mask_) {
-      if (merge_keys_[h] == kEmpty) {
-        merge_keys_[h] = key;
-        merge_vals_[h] = {static_cast<int32_t>(rank), ic};
+      if (merge_slots_[h].key == kEmpty) {
+        merge_slots_[h] = {key, {static_cast<int32_t>(rank), ic}};
         break;
       }
-      if (merge_keys_[h] == key) break;  // a repeated merge keeps its first (lowest) rank
+      if (merge_slots_[h].key == key) break;  // a repeated merge keeps its first (lowest) rank
     }
   }
 }
@@ -116,8 +115,8 @@ Bpe::Bpe(const nlohmann::json& model) {
 const Bpe::Merge* Bpe::find_merge(int32_t a, int32_t b) const {
   uint64_t key = pair_key(a, b);
   for (uint64_t h = mix(key) & merge_mask_;; h = (h + 1) & merge_mask_) {
-    if (merge_keys_[h] == key) return &merge_vals_[h];
-    if (merge_keys_[h] == kEmpty) return nullptr;
+    if (merge_slots_[h].key == key) return &merge_slots_[h].merge;
+    if (merge_slots_[h].key == kEmpty) return nullptr;
   }
 }
 

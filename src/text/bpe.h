@@ -43,8 +43,9 @@ class Bpe {
   bool ignore_merges_ = false;
   std::unordered_map<std::string, int32_t> bytes_to_id_;  // only with ignore_merges
   // Open-addressing table keyed by the pair of ids: merges are looked up in the inner loop.
-  std::vector<uint64_t> merge_keys_;
-  std::vector<Merge> merge_vals_;
+  // Key and value share a slot so a probe touches one cache line.
+  struct Slot { uint64_t key; Merge merge; };
+  std::vector<Slot> merge_slots_;
   uint64_t merge_mask_ = 0;
 
   // Looked up by string_view without building a std::string.

@@ -84,6 +84,9 @@ std::vector<Case> generated_cases() {
       "👨‍👩‍👧", "🏳️‍🌈", "🇯🇵", "1️⃣", "❤️", "\u200d", "𝔸", "𠀀", "<|im_start|>", "<|im_end|>",
       "<|endoftext|>", "<think>", "</think>", "<tool_call>", "<｜User｜>", "<｜Assistant｜>",
       "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<｜tool▁sep｜>", "<|im_", "<｜User",
+      // NFC stress: marks to reorder and compose, composing pairs of class 0, Hangul jamo.
+      "\u1ec7", "e\u0302\u0323", "\u0345", "\u0f71\u0f72", "\u0dd9\u0dcf", "\u1025\u102e",
+      "\uac00\u11a8", "\u0958", "\u2126", "\u0344", "o\u031b\u0301", "\u0627\u0653",
       "\x80", "\xc3", "\xe4\xbd", "\xed\xa0\x80", "\xf0\x9f\x98", "\xff", "\xc0\xaf",
   };
   std::mt19937 rng(20240607);
