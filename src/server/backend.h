@@ -1,0 +1,19 @@
+// What the HTTP layer needs from the engine: the engine::Engine contract as an interface, so
+// the routes are tested against a scripted double and served by the real engine (cmd_serve).
+#pragma once
+#include <cstdint>
+
+#include "engine/engine.h"
+
+namespace strata::server {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  // As engine::Engine::submit: throws strata::Error for invalid input, engine::QueueFull.
+  virtual uint64_t submit(engine::Request r, engine::EventCallback on_event) = 0;
+  virtual void cancel(uint64_t request_id) = 0;
+  virtual engine::EngineMetrics metrics() = 0;
+};
+
+}  // namespace strata::server

@@ -1,0 +1,125 @@
+#include "server/metrics_text.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace strata::server {
+namespace {
+
+std::string format_value(double v) {
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  if (std::isnan(v)) return "NaN";
+  if (v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(int64_t(v));
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+std::string escape_label(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '"') out += "\\\"";
+    else if (c == '\n') out += "\\n";
+    else out += c;
+  }
+  return out;
+}
+
+void header(std::string& out, const std::string& name, const char* type, const std::string& help) {
+  out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+}
+
+void single(std::string& out, const std::string& name, const char* type, const std::string& help, double v) {
+  header(out, name, type, help);
+  out += metric_line(name, {}, v);
+}
+
+// Seconds: 1 ms .. 60 s, roughly x2.5 apart.
+std::vector<double> latency_bounds() {
+  return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+}
+
+}  // namespace
+
+std::string metric_line(const std::string& name, const std::vector<std::pair<std::string, std::string>>& labels,
+                        double value) {
+  std::string out = name;
+  if (!labels.empty()) {
+    out += "{";
+    for (size_t i = 0; i < labels.size(); ++i)
+      out += (i ? "," : "") + labels[i].first + "=\"" + escape_label(labels[i].second) + "\"";
+    out += "}";
+  }
+  return out + " " + format_value(value) + "\n";
+}
+
+Histogram::Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
+
+void Histogram::observe(double v) {
+  size_t i = 0;
+  while (i < bounds_.size() && v > bounds_[i]) ++i;
+  ++counts_[i];
+  sum_ += v;
+  ++count_;
+}
+
+void Histogram::write(std::string& out, const std::string& name, const std::string& help) const {
+  header(out, name, "histogram", help);
+  uint64_t cum = 0;
+  for (size_t i = 0; i <= bounds_.size(); ++i) {
+    cum += counts_[i];
+    std::string le = i < bounds_.size() ? format_value(bounds_[i]) : "+Inf";
+    out += metric_line(name + "_bucket", {{"le", le}}, double(cum));
+  }
+  out += metric_line(name + "_sum", {}, sum_);
+  out += metric_line(name + "_count", {}, double(count_));
+}
+
+ServerMetrics::ServerMetrics() : ttft_(latency_bounds()), itl_(latency_bounds()) {}
+
+void ServerMetrics::count_request(const std::string& route, int status) {
+  std::lock_guard lk(mu_);
+  ++requests_[{route, status}];
+}
+
+std::string ServerMetrics::render(const engine::EngineMetrics& m) {
+  std::lock_guard lk(mu_);
+  for (double v : m.ttft_seconds) ttft_.observe(v);
+  for (double v : m.itl_seconds) itl_.observe(v);
+  std::string out;
+  header(out, "strata_http_requests_total", "counter", "HTTP requests answered, by route and status code.");
+  for (const auto& [k, n] : requests_)
+    out += metric_line("strata_http_requests_total", {{"route", k.first}, {"status", std::to_string(k.second)}}, double(n));
+  single(out, "strata_requests_waiting", "gauge", "Engine requests waiting in the queue.", double(m.waiting));
+  single(out, "strata_requests_running", "gauge", "Engine requests being prefilled or decoded.", double(m.running));
+  header(out, "strata_engine_requests_total", "counter", "Engine requests ended, by outcome.");
+  out += metric_line("strata_engine_requests_total", {{"outcome", "finished"}}, double(m.finished));
+  out += metric_line("strata_engine_requests_total", {{"outcome", "cancelled"}}, double(m.cancelled));
+  out += metric_line("strata_engine_requests_total", {{"outcome", "error"}}, double(m.errored));
+  single(out, "strata_preemptions_total", "counter", "Requests preempted to free cache memory.", double(m.preempted));
+  single(out, "strata_prompt_tokens_total", "counter", "Prompt tokens of submitted requests.", double(m.prompt_tokens));
+  single(out, "strata_generation_tokens_total", "counter", "Tokens generated.", double(m.generated_tokens));
+  single(out, "strata_recomputed_tokens_total", "counter", "Tokens computed again after preemption.",
+         double(m.recomputed_tokens));
+  single(out, "strata_prefix_cache_queries_total", "counter", "Prompt tokens looked up in the prefix cache.",
+         double(m.prefix_lookup_tokens));
+  single(out, "strata_prefix_cache_hits_total", "counter", "Prompt tokens found in the prefix cache.",
+         double(m.prefix_hit_tokens));
+  single(out, "strata_prefix_cache_hit_rate", "gauge", "Prefix-cache hits / queries (tokens) since start.",
+         m.prefix_lookup_tokens > 0 ? double(m.prefix_hit_tokens) / double(m.prefix_lookup_tokens) : 0.0);
+  single(out, "strata_pool_bytes_total", "gauge", "Bytes of the cache memory pool.", double(m.pool_bytes_total));
+  int64_t used = 0;
+  header(out, "strata_pool_bytes_used", "gauge", "Pool bytes in use, by cache kind.");
+  for (const auto& [kind, bytes] : m.pool_bytes_by_kind) {
+    out += metric_line("strata_pool_bytes_used", {{"kind", kind}}, double(bytes));
+    used += bytes;
+  }
+  single(out, "strata_pool_usage_ratio", "gauge", "Pool bytes in use / pool bytes.",
+         m.pool_bytes_total > 0 ? double(used) / double(m.pool_bytes_total) : 0.0);
+  ttft_.write(out, "strata_time_to_first_token_seconds", "Time from arrival to the first generated token.");
+  itl_.write(out, "strata_inter_token_latency_seconds", "Time between consecutive generated tokens of a request.");
+  return out;
+}
+
+}  // namespace strata::server

@@ -1,0 +1,57 @@
+// Parsing and validating OpenAI request bodies (/v1/chat/completions, /v1/completions) into
+// token prompts and sampling parameters. Everything a client can get wrong is checked here and
+// thrown as ApiError (status 400 / 404 with OpenAI's message shape), before the engine sees it.
+//
+// Chat extras (documented in docs/server.md):
+//  - thinking on/off: "thinking": bool, or "chat_template_kwargs": {"thinking"|"enable_thinking": bool};
+//    default off, except that a "reasoning_effort" alone turns it on.
+//  - "reasoning_effort": "low" | "medium" | "high" | "max" ("minimal"/"low"/"medium" use the
+//    model's default effort, "max" adds DeepSeek's Think-Max prompt).
+//  - "tools" / "tool_choice": "none" leaves the tools out of the prompt; "auto", "required" and
+//    a named function put them in (the choice is not enforced by constrained decoding).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/sampling_params.h"
+
+namespace strata {
+class Tokenizer;
+}
+
+namespace strata::server {
+
+// What requests are checked against.
+struct ModelInfo {
+  std::string id;                 // the name served by /v1/models
+  const Tokenizer* tokenizer = nullptr;
+  int64_t max_context = 0;        // prompt + generated tokens
+  int32_t vocab_size = 0;         // ids accepted in token prompts: [0, vocab_size)
+  int max_n = 64;                 // largest "n"
+};
+
+enum class Endpoint { chat, completions };
+
+struct ApiRequest {
+  Endpoint endpoint = Endpoint::chat;
+  std::string model;
+  std::vector<std::vector<int32_t>> prompts;  // one for chat; completions may send several
+  SamplingParams sampling;                    // max_tokens always set (capped by the context)
+  int n = 1;                                  // choices per prompt
+  bool stream = false, include_usage = false;
+  bool thinking = false;  // chat: the prompt opened a <think> block, output starts with reasoning
+  int top_logprobs = -1;  // -1: no logprobs; otherwise alternatives per token (0 = sampled only)
+
+  size_t choices() const { return prompts.size() * size_t(n); }
+  // Choice c = prompt (c / n), sample (c % n). With a seed, sample j uses seed + j, so n > 1
+  // gives n different (reproducible) samples; without one the engine derives a seed per request.
+  SamplingParams sampling_for(size_t choice) const;
+  size_t prompt_of(size_t choice) const { return choice / size_t(n); }
+};
+
+ApiRequest parse_chat_request(std::string_view body, const ModelInfo& model);
+ApiRequest parse_completion_request(std::string_view body, const ModelInfo& model);
+
+}  // namespace strata::server
