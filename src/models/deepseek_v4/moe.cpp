@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "core/error.h"
 #include "core/numfmt.h"
@@ -34,8 +35,15 @@ Routing route(const MoeWeights& w, const MoeSpec& s, const float* x, int64_t tok
   if (s.hash) {
     if (token < 0 || token >= s.vocab) throw Error("moe: token id " + std::to_string(token) + " out of vocabulary");
     for (int64_t k = 0; k < s.topk; ++k) {
-      int64_t e = w.tid2eid_i64 ? static_cast<const int64_t*>(w.tid2eid)[token * s.topk + k]
-                                : static_cast<const int32_t*>(w.tid2eid)[token * s.topk + k];
+      // memcpy: safetensors offsets need not be 8-aligned
+      int64_t e;
+      if (w.tid2eid_i64) {
+        std::memcpy(&e, static_cast<const uint8_t*>(w.tid2eid) + (token * s.topk + k) * 8, 8);
+      } else {
+        int32_t v;
+        std::memcpy(&v, static_cast<const uint8_t*>(w.tid2eid) + (token * s.topk + k) * 4, 4);
+        e = v;
+      }
       if (e < 0 || e >= E) throw Error("moe: tid2eid names expert " + std::to_string(e));
       r.experts.push_back(e);
     }
