@@ -29,3 +29,37 @@ ParamCounts count_params(const Config& c) {
 }
 
 }  // namespace strata::dsv4
+
+#include "models/deepseek_v4/cache_layout.h"
+
+namespace strata::dsv4 {
+
+DecodeTraffic decode_traffic(const Config& c, int64_t context) {
+  DecodeTraffic t;
+  const double share = double(c.num_experts_per_tok) / double(c.n_routed_experts);
+  for (const auto& e : expected_tensors(c)) {
+    if (e.mtp) continue;
+    double bytes = double(dtype_size(e.dtype));
+    for (auto d : e.shape) bytes *= double(d);
+    if (e.name == "embed.weight") bytes = double(c.hidden_size) * 2;  // one row
+    if (e.name.find("attn.wo_a.") != std::string::npos)
+      bytes = e.storage == Storage::scale ? 0 : double(e.logical_params) * 2;  // kept as bf16
+    if (e.component == Component::routed_expert) t.routed_experts += bytes * share;
+    else t.weights += bytes;
+  }
+  const int64_t kv = kv_entry_bytes(c), ik = index_key_bytes(c, IndexKeyFormat::fp4);
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    const int64_t r = c.compress_ratio(l);
+    t.caches += double(std::min(context, c.sliding_window) * kv);
+    if (r == 4) {
+      const int64_t n = context / 4;
+      t.caches += double(std::min(n, c.index_topk) * kv + n * ik);
+      t.caches += double(2 * 8 * 1024 * 4 + 2 * 8 * 2 * c.index_head_dim * 4);
+    } else if (r > 0) {
+      t.caches += double(context / r * kv + 2 * r * c.head_dim * 4);
+    }
+  }
+  return t;
+}
+
+}  // namespace strata::dsv4

@@ -26,3 +26,18 @@ struct ParamCounts {
 ParamCounts count_params(const Config& c);
 
 }  // namespace strata::dsv4
+
+namespace strata::dsv4 {
+
+// Bytes one decode step (batch 1) must read, as the forward pass stores things: every
+// non-expert weight of the main layers (wo_a as the bf16 copy the forward pass keeps, the
+// head, one embedding row), num_experts_per_tok routed experts per layer on average, and the
+// caches at `context` tokens in the pool's formats (window, the CSA top-k or all HCA entries,
+// every indexer key, compressor state).
+struct DecodeTraffic {
+  double weights = 0, routed_experts = 0, caches = 0;
+  double total() const { return weights + routed_experts + caches; }
+};
+DecodeTraffic decode_traffic(const Config& c, int64_t context);
+
+}  // namespace strata::dsv4

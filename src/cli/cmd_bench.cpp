@@ -1,0 +1,119 @@
+// `strata bench --model DIR`: measures this machine's limits (read bandwidth, bf16 and int8
+// dot-product peaks) and then prefill and batch-1 decode of the model, reporting each figure
+// as a ratio to those limits: decode against the read-bandwidth roofline (bytes a step must
+// read ÷ bandwidth), prefill FLOP/s against the bf16 peak. --json for scripts.
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "core/cpu.h"
+#include "core/error.h"
+#include "kernels/parallel.h"
+#include "kernels/probe.h"
+#include "models/deepseek_v4/model.h"
+#include "models/deepseek_v4/params.h"
+
+namespace strata::cli {
+namespace {
+
+struct Opts {
+  std::string model;
+  int64_t prompt_tokens = 128, decode_tokens = 16;
+  int threads = 0;
+  double probe_seconds = 0.5;
+  bool json = false, skip_probes = false;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+void run_bench(const Opts& o) {
+  if (o.threads > 0) kernels::set_num_threads(o.threads);
+  const int threads = kernels::num_threads();
+  nlohmann::ordered_json j;
+  j["isa"] = std::string(isa_name(active_isa()));
+  j["threads"] = threads;
+  double bw = 0, bf16 = 0;
+  if (!o.skip_probes) {
+    auto b1 = kernels::probe_read_bandwidth(size_t(1) << 30, 1, o.probe_seconds);
+    auto bn = kernels::probe_read_bandwidth(size_t(1) << 30, threads, o.probe_seconds);
+    auto pf = kernels::probe_bf16_peak(threads, o.probe_seconds);
+    auto pi = kernels::probe_int8_peak(threads, o.probe_seconds);
+    bw = bn.value;
+    bf16 = pf.value;
+    j["machine"] = {{"read_gbps_1_thread", b1.value}, {"read_gbps", bn.value}, {"bf16_gflops", pf.value},
+                    {"bf16_method", pf.method}, {"int8_gops", pi.value}, {"int8_method", pi.method}};
+  }
+
+  auto model = dsv4::Model::load(o.model);
+  const auto& cfg = model->config();
+  std::mt19937_64 rng(1);
+  std::vector<int64_t> ids(size_t(std::max<int64_t>(1, o.prompt_tokens)));
+  for (auto& x : ids) x = int64_t(rng() % uint64_t(cfg.vocab_size));
+  auto st = model->new_sequence();
+  auto t0 = std::chrono::steady_clock::now();
+  auto logits = model->forward(st, ids.data(), int64_t(ids.size()));
+  const double prefill_s = seconds_since(t0);
+  int64_t next = 0;
+  auto t1 = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < o.decode_tokens; ++i) {
+    next = int64_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    logits = model->decode(st, next);
+  }
+  const double decode_s = seconds_since(t1);
+
+  const auto params = dsv4::count_params(cfg);
+  const double decode_tps = double(o.decode_tokens) / decode_s;
+  const auto traffic = dsv4::decode_traffic(cfg, st.pos);
+  const double achieved = traffic.total() * decode_tps / 1e9;
+  // Prefill FLOPs per token: 2 per active parameter (the embedding row is a lookup).
+  const double flops_tok = 2.0 * double(params.active_all - params.active.at(dsv4::Component::embedding));
+  const double prefill_tps = double(ids.size()) / prefill_s;
+  j["model"] = {{"dir", o.model}, {"layers", cfg.num_hidden_layers}, {"hidden_size", cfg.hidden_size}};
+  j["prefill"] = {{"tokens", ids.size()}, {"seconds", prefill_s}, {"tokens_per_s", prefill_tps},
+                  {"gflops", flops_tok * prefill_tps / 1e9}, {"pct_of_bf16_peak", bf16 > 0 ? 100 * flops_tok * prefill_tps / 1e9 / bf16 : 0}};
+  j["decode"] = {{"tokens", o.decode_tokens}, {"context", st.pos}, {"seconds", decode_s}, {"tokens_per_s", decode_tps},
+                 {"bytes_per_token", traffic.total()}, {"weight_bytes", traffic.weights},
+                 {"routed_expert_bytes", traffic.routed_experts}, {"cache_bytes", traffic.caches},
+                 {"achieved_gbps", achieved}, {"roofline_tokens_per_s", bw > 0 ? bw * 1e9 / traffic.total() : 0},
+                 {"pct_of_roofline", bw > 0 ? 100 * achieved / bw : 0}};
+  if (o.json) {
+    std::printf("%s\n", j.dump(2).c_str());
+    return;
+  }
+  if (j.contains("machine")) {
+    const auto& m = j["machine"];
+    std::printf("machine: %s, %d threads: read %.1f GB/s (%.1f with 1 thread), bf16 %.0f GFLOP/s (%s), int8 %.0f GOPS\n",
+                j["isa"].get<std::string>().c_str(), threads, m["read_gbps"].get<double>(),
+                m["read_gbps_1_thread"].get<double>(), m["bf16_gflops"].get<double>(),
+                m["bf16_method"].get<std::string>().c_str(), m["int8_gops"].get<double>());
+  }
+  std::printf("prefill: %zu tokens in %.3f s = %.1f tokens/s, %.1f GFLOP/s (%.1f%% of bf16 peak)\n", ids.size(), prefill_s,
+              prefill_tps, flops_tok * prefill_tps / 1e9, j["prefill"]["pct_of_bf16_peak"].get<double>());
+  std::printf("decode: %lld tokens at context %lld = %.2f tokens/s; %.1f MB read per token (weights %.1f, experts %.1f, "
+              "caches %.2f) = %.1f GB/s achieved, %.1f%% of the %.1f tokens/s roofline\n",
+              (long long)o.decode_tokens, (long long)st.pos, decode_tps, traffic.total() / 1e6, traffic.weights / 1e6,
+              traffic.routed_experts / 1e6, traffic.caches / 1e6, achieved, j["decode"]["pct_of_roofline"].get<double>(),
+              j["decode"]["roofline_tokens_per_s"].get<double>());
+}
+
+AutoRegister reg([](CLI::App& app) {
+  auto o = std::make_shared<Opts>();
+  auto* c = app.add_subcommand("bench", "prefill and decode speed as ratios to this machine's measured limits");
+  c->add_option("--model", o->model, "model directory")->required();
+  c->add_option("--prompt-tokens", o->prompt_tokens, "prefill length (default 128)");
+  c->add_option("--decode-tokens", o->decode_tokens, "decode steps (default 16)");
+  c->add_option("--threads", o->threads, "worker threads (default: all cores, or STRATA_THREADS)");
+  c->add_option("--probe-seconds", o->probe_seconds, "time per machine probe (default 0.5)");
+  c->add_flag("--skip-probes", o->skip_probes, "do not measure the machine");
+  c->add_flag("--json", o->json, "print one JSON object");
+  c->callback([o] { run_bench(*o); });
+});
+
+}  // namespace
+}  // namespace strata::cli
