@@ -183,6 +183,11 @@ void DsmlReader::step(std::string_view content, int which, std::vector<ToolCall>
 }
 
 void DsmlReader::feed(std::string_view text, std::vector<ToolCall>& out) {
+  if (start_ > buf_.size() / 2) {
+    buf_.erase(0, start_);
+    from_ -= start_;
+    start_ = 0;
+  }
   buf_ += text;
   while (state_ != State::kClosed) {
     MarkerHit hit;
@@ -200,16 +205,16 @@ void DsmlReader::feed(std::string_view text, std::vector<ToolCall>& out) {
                         : hit.which == 0               ? dsv4::kParamOpen
                                                        : dsv4::kInvokeClose)
                            .size();
-    const std::string content = buf_.substr(0, hit.pos);
-    buf_.erase(0, hit.pos + len);
-    from_ = 0;
+    const std::string_view content = std::string_view(buf_).substr(start_, hit.pos - start_);
+    start_ = from_ = hit.pos + len;
     step(content, hit.which, out);
   }
 }
 
 void DsmlReader::finish(std::vector<ToolCall>& out) {
-  const std::string rest = std::move(buf_);
+  const std::string rest = buf_.substr(start_);
   buf_.clear();
+  start_ = from_ = 0;
   switch (state_) {
     case State::kOpen:  // the official loop stops quietly when nothing is left
       if (rest.empty()) return;

@@ -33,7 +33,7 @@ class DsmlReader {
   // invoke still counts when its name or last parameter is complete).
   void finish(std::vector<ToolCall>& out);
   bool closed() const { return state_ == State::kClosed; }
-  std::string_view rest() const { return closed() ? std::string_view(buf_) : std::string_view(); }
+  std::string_view rest() const { return closed() ? std::string_view(buf_).substr(start_) : std::string_view(); }
 
  private:
   enum class State { kOpen, kName, kParamBody, kParamAfter, kClosed };
@@ -46,8 +46,9 @@ class DsmlReader {
   void take_param(std::string_view content);
 
   State state_ = State::kOpen;
-  std::string buf_;  // unread text
-  size_t from_ = 0;  // no stop string starts in buf_ before this
+  std::string buf_;   // text from start_ on is unread (dropped lazily: a block can be long)
+  size_t start_ = 0;
+  size_t from_ = 0;   // no stop string starts in buf_ before this
   std::string name_;
   std::vector<Param> params_;
 };

@@ -230,6 +230,21 @@ TEST(StreamingParser, ByteAtATimeEqualsWholeText) {
   }
 }
 
+TEST(StreamingParser, LongBlockInChunks) {
+  std::string text = "intro" + kStart;
+  for (int i = 0; i < 300; ++i)
+    text += invoke("f" + std::to_string(i), param("i", false, std::to_string(i)) + param("s", true, std::string(i, 'x')));
+  text += kEnd + EOS;
+  StreamingParser p(false);
+  size_t calls = 0;
+  for (size_t i = 0; i < text.size(); i += 97)
+    for (const StreamEvent& e : p.feed(std::string_view(text).substr(i, 97))) calls += e.kind == StreamEvent::Kind::kToolCall;
+  p.finish();
+  EXPECT_EQ(calls, 300u);
+  EXPECT_EQ(p.result().to_json(), parse_completion(text, false).to_json());
+  EXPECT_EQ(p.result().tool_calls[299].arguments, R"({"i": 299, "s": ")" + std::string(299, 'x') + "\"}");
+}
+
 TEST(StreamingParser, UsageErrors) {
   StreamingParser p(false);
   p.feed("a" + EOS);
