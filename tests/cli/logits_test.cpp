@@ -1,0 +1,100 @@
+// `strata logits` and `strata generate` end to end through the binary on a random flash-tiny
+// checkpoint: the .npy contract ([1 + n − K, vocab] float32, rows equal to the library's
+// prefill/decode logits), greedy generation output, and one-line errors for bad input.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "io/npy.h"
+#include "models/deepseek_v4/make_model.h"
+#include "models/deepseek_v4/model.h"
+#include "models/deepseek_v4/presets.h"
+#include "run_command.h"
+
+namespace strata {
+namespace {
+namespace fs = std::filesystem;
+using test::run_strata;
+using test::shell_quote;
+
+struct TinyDir {
+  std::string dir = (fs::temp_directory_path() / ("strata_cli_logits_" + std::to_string(::getpid()))).string();
+  TinyDir() {
+    dsv4::MakeModelOptions o;
+    o.config = dsv4::preset_config("flash-tiny");
+    o.seed = 3;
+    o.out_dir = dir;
+    dsv4::make_model(o);
+  }
+  ~TinyDir() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+};
+
+TinyDir& tiny() {
+  static TinyDir t;
+  return t;
+}
+
+TEST(Logits, WritesPrefillThenTeacherForcedRows) {
+  const std::string out = tiny().dir + "/l.npy";
+  auto r = run_strata("logits --model " + shell_quote(tiny().dir) + " --ids 5,6,7,8,9,10 --prefill 4 --out " + shell_quote(out));
+  ASSERT_EQ(r.code, 0) << r.err;
+  NpyArray a = read_npy(out);
+  auto m = dsv4::Model::load(tiny().dir);
+  const int64_t V = m->config().vocab_size;
+  ASSERT_EQ(a.type, NpyType::f32);
+  ASSERT_EQ(a.shape, (std::vector<int64_t>{3, V}));
+  // Row 0 = prefill of 5,6,7,8; rows 1, 2 = after decoding 9, then 10.
+  auto st = m->new_sequence();
+  auto l0 = m->prefill(st, {5, 6, 7, 8});
+  auto l1 = m->decode(st, 9);
+  auto l2 = m->decode(st, 10);
+  const float* p = a.as<float>();
+  EXPECT_EQ(std::memcmp(p, l0.data(), size_t(V) * 4), 0);
+  EXPECT_EQ(std::memcmp(p + V, l1.data(), size_t(V) * 4), 0);
+  EXPECT_EQ(std::memcmp(p + 2 * V, l2.data(), size_t(V) * 4), 0);
+}
+
+TEST(Generate, PrintsGreedyIdsAndSpeed) {
+  auto r = run_strata("generate --model " + shell_quote(tiny().dir) + " --ids 5,6,7 --max-tokens 3");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto m = dsv4::Model::load(tiny().dir);
+  auto st = m->new_sequence();
+  auto l = m->prefill(st, {5, 6, 7});
+  std::string want;
+  for (int i = 0; i < 3; ++i) {
+    int64_t best = 0;
+    for (int64_t v = 1; v < int64_t(l.size()); ++v)
+      if (l[size_t(v)] > l[size_t(best)]) best = v;
+    want += std::to_string(best) + "\n";
+    if (best == m->config().eos_token_id) break;
+    l = m->decode(st, best);
+  }
+  EXPECT_EQ(r.out, want);
+  EXPECT_NE(r.err.find("tokens/s"), std::string::npos) << r.err;
+}
+
+TEST(Logits, BadInputIsOneLineAndNonZero) {
+  const std::string d = shell_quote(tiny().dir), out = shell_quote(tiny().dir + "/bad.npy");
+  const std::pair<std::string, std::string> cases[] = {
+      {"logits --model " + d + " --ids 1,2,999999999 --prefill 1 --out " + out, "outside the vocabulary"},
+      {"logits --model " + d + " --ids 1,2,x --prefill 1 --out " + out, "bad token id"},
+      {"logits --model " + d + " --ids 1,2 --prefill 3 --out " + out, "--prefill 3"},
+      {"logits --model " + d + " --ids 1,2 --prefill 0 --out " + out, "--prefill 0"},
+      {"generate --model " + d + " --ids 1,200000", "outside the vocabulary"},
+      {"generate --model " + d + " --ids 1 --max-tokens 2000000", "exceed max_position_embeddings"},
+  };
+  for (auto& [args, msg] : cases) {
+    auto r = run_strata(args);
+    EXPECT_NE(r.code, 0) << args;
+    EXPECT_NE(r.err.find(msg), std::string::npos) << args << " -> " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace strata
