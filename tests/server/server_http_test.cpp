@@ -1,0 +1,333 @@
+// The HTTP layer end to end over loopback against a scripted engine double: routes, auth,
+// limits, SSE framing, error mapping, cancellation on disconnect, shutdown answers.
+#include "server/server.h"
+
+#include <arpa/inet.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "core/error.h"
+#include "server/test_model.h"
+
+namespace strata::server {
+namespace {
+
+using namespace std::chrono_literals;
+using ojson = nlohmann::ordered_json;
+
+// Emits max_tokens tokens ("w0 ", "w1 ", ...) `delay` apart on its own thread per request,
+// then finish = length; a cancelled request ends with cancelled = true.
+class FakeEngine final : public Backend {
+ public:
+  std::atomic<bool> queue_full{false};
+  std::chrono::milliseconds delay{1};
+
+  ~FakeEngine() override {
+    for (auto& t : threads_) t.join();
+  }
+  uint64_t submit(engine::Request r, engine::EventCallback cb) override {
+    if (queue_full) throw engine::QueueFull("queue full");
+    if (r.sampling.stop.size() == 1 && r.sampling.stop[0] == "engine-error") throw Error("rejected by the engine");
+    std::lock_guard lk(mu_);
+    const uint64_t id = ++next_;
+    submitted_.push_back(r);
+    threads_.emplace_back([this, id, r, cb] {
+      const int64_t n = std::min<int64_t>(r.sampling.max_tokens.value_or(4), 1000);
+      for (int64_t i = 0; i < n; ++i) {
+        std::this_thread::sleep_for(delay);
+        engine::Event e;
+        e.request_id = id;
+        e.token = int32_t(100 + i);
+        e.text = "w" + std::to_string(i) + " ";
+        if (cancelled(id)) {
+          e = engine::Event{};
+          e.request_id = id;
+          e.kind = engine::EventKind::finished;
+          e.cancelled = true;
+          cb(e);
+          return;
+        }
+        if (i + 1 == n) {
+          e.finish = FinishReason::length;
+          e.prompt_tokens = int64_t(r.prompt.size());
+          e.generated_tokens = n;
+        }
+        cb(e);
+      }
+    });
+    return id;
+  }
+  void cancel(uint64_t id) override {
+    std::lock_guard lk(mu_);
+    cancelled_.insert(id);
+  }
+  engine::EngineMetrics metrics() override {
+    engine::EngineMetrics m;
+    std::lock_guard lk(mu_);
+    m.cancelled = int64_t(cancelled_.size());
+    m.pool_bytes_total = 1000;
+    m.pool_bytes_by_kind = {{"swa", 0}};
+    return m;
+  }
+  bool cancelled(uint64_t id) {
+    std::lock_guard lk(mu_);
+    return cancelled_.count(id) > 0;
+  }
+  size_t cancel_count() {
+    std::lock_guard lk(mu_);
+    return cancelled_.size();
+  }
+  std::vector<engine::Request> submitted() {
+    std::lock_guard lk(mu_);
+    return submitted_;
+  }
+
+ private:
+  std::mutex mu_;
+  uint64_t next_ = 0;
+  std::vector<std::thread> threads_;
+  std::set<uint64_t> cancelled_;
+  std::vector<engine::Request> submitted_;
+};
+
+int connect_loopback(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(uint16_t(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+std::string post_request(const std::string& body, bool close) {
+  return "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer secret\r\n"
+         "Content-Type: application/json\r\n" + std::string(close ? "Connection: close\r\n" : "") +
+         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+// Sends a request and reads until the server closes the connection.
+std::string raw_exchange(int port, const std::string& req) {
+  int fd = connect_loopback(port);
+  if (fd < 0) return "connect failed";
+  std::string got;
+  if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == ssize_t(req.size())) {
+    char buf[4096];
+    ssize_t k;
+    while ((k = ::recv(fd, buf, sizeof buf, 0)) > 0) got.append(buf, size_t(k));
+  }
+  ::close(fd);
+  return got;
+}
+
+class ServerHttp : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ServerOptions o;
+    o.host = "127.0.0.1";
+    o.port = 0;
+    o.api_key = "secret";
+    o.max_body_bytes = 64 * 1024;
+    o.http_threads = 48;
+    o.model = test::model_info();
+    server_ = std::make_unique<Server>(engine_, o);
+    port_ = server_->bind();
+    thread_ = std::thread([this] { server_->serve(); });
+  }
+  void TearDown() override {
+    server_->stop();
+    thread_.join();
+  }
+  httplib::Client client(bool key = true) {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_read_timeout(20, 0);
+    if (key) c.set_default_headers({{"Authorization", "Bearer secret"}});
+    return c;
+  }
+  httplib::Result post(const std::string& path, const std::string& body) {
+    return client().Post(path.c_str(), body, "application/json");
+  }
+  static void expect_error(const httplib::Result& r, int status, const std::string& param = "") {
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, status) << r->body;
+    ojson j = ojson::parse(r->body);
+    ASSERT_TRUE(j.contains("error")) << r->body;
+    for (const char* k : {"message", "type", "param", "code"}) EXPECT_TRUE(j["error"].contains(k)) << r->body;
+    if (!param.empty()) EXPECT_EQ(j["error"]["param"], ojson(param)) << r->body;
+  }
+  // The JSON payloads of an SSE body, "[DONE]" as a string.
+  static std::vector<ojson> sse(const std::string& body) {
+    std::vector<ojson> out;
+    size_t p = 0;
+    while ((p = body.find("data: ", p)) != std::string::npos) {
+      size_t e = body.find("\n\n", p);
+      std::string d = body.substr(p + 6, e - p - 6);
+      out.push_back(d == "[DONE]" ? ojson("[DONE]") : ojson::parse(d));
+      p = e;
+    }
+    return out;
+  }
+
+  FakeEngine engine_;
+  std::unique_ptr<Server> server_;
+  std::thread thread_;
+  int port_ = 0;
+};
+
+const std::string kChat = R"({"model":"tiny","messages":[{"role":"user","content":"Hi"}],"max_tokens":3)";
+
+TEST_F(ServerHttp, HealthModelsAndApiKey) {
+  auto h = client(false).Get("/health");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 200);
+  expect_error(client(false).Get("/v1/models"), 401);
+  expect_error(client(false).Get("/metrics"), 401);
+  expect_error(client(false).Post("/v1/chat/completions", kChat + "}", "application/json"), 401);
+  httplib::Client wrong("127.0.0.1", port_);
+  wrong.set_default_headers({{"Authorization", "Bearer nope"}});
+  expect_error(wrong.Get("/v1/models"), 401);
+  auto m = client().Get("/v1/models");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->status, 200);
+  ojson j = ojson::parse(m->body);
+  EXPECT_EQ(j["object"], "list");
+  EXPECT_EQ(j["data"][0]["id"], "tiny");
+  EXPECT_EQ(client().Get("/v1/models/tiny")->status, 200);
+  expect_error(client().Get("/v1/models/other"), 404);
+  expect_error(client().Get("/v1/nothing"), 404);
+}
+
+TEST_F(ServerHttp, ChatNonStreaming) {
+  auto r = post("/v1/chat/completions", kChat + R"(,"n":2})");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  ojson j = ojson::parse(r->body);
+  EXPECT_EQ(j["object"], "chat.completion");
+  EXPECT_EQ(j["model"], "tiny");
+  ASSERT_EQ(j["choices"].size(), 2u);
+  EXPECT_EQ(j["choices"][1]["index"], 1);
+  EXPECT_EQ(j["choices"][0]["message"]["role"], "assistant");
+  EXPECT_EQ(j["choices"][0]["message"]["content"], "w0 w1 w2 ");
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(j["usage"]["completion_tokens"], 6);
+  EXPECT_EQ(j["usage"]["total_tokens"], j["usage"]["prompt_tokens"].get<int>() + 6);
+  EXPECT_EQ(engine_.submitted().size(), 2u);
+}
+
+TEST_F(ServerHttp, ChatStreaming) {
+  auto r = post("/v1/chat/completions", kChat + R"(,"stream":true,"stream_options":{"include_usage":true}})");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_NE(r->get_header_value("Content-Type").find("text/event-stream"), std::string::npos);
+  auto ev = sse(r->body);
+  ASSERT_GE(ev.size(), 3u);
+  EXPECT_EQ(ev.back(), "[DONE]");
+  EXPECT_EQ(ev[0]["object"], "chat.completion.chunk");
+  EXPECT_EQ(ev[0]["choices"][0]["delta"]["role"], "assistant");
+  std::string text;
+  std::string finish;
+  for (size_t i = 0; i + 2 < ev.size(); ++i) {
+    EXPECT_TRUE(ev[i]["usage"].is_null());
+    text += ev[i]["choices"][0]["delta"].value("content", "");
+    if (!ev[i]["choices"][0]["finish_reason"].is_null()) finish = ev[i]["choices"][0]["finish_reason"];
+  }
+  EXPECT_EQ(text, "w0 w1 w2 ");
+  EXPECT_EQ(finish, "length");
+  const ojson& usage = ev[ev.size() - 2];
+  EXPECT_TRUE(usage["choices"].empty());
+  EXPECT_EQ(usage["usage"]["completion_tokens"], 3);
+}
+
+TEST_F(ServerHttp, CompletionsStreamingWithIdsPrompt) {
+  auto r = post("/v1/completions", R"({"model":"tiny","prompt":[1,2,3],"max_tokens":2,"stream":true})");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  auto ev = sse(r->body);
+  EXPECT_EQ(ev.back(), "[DONE]");
+  EXPECT_EQ(ev[0]["object"], "text_completion");
+  EXPECT_EQ(engine_.submitted().at(0).prompt, (std::vector<int32_t>{1, 2, 3}));
+}
+
+TEST_F(ServerHttp, BadInputIsAnsweredNotFatal) {
+  expect_error(post("/v1/chat/completions", "{not json"), 400);
+  expect_error(post("/v1/chat/completions", R"({"messages":[]})"), 400, "messages");
+  expect_error(post("/v1/chat/completions", R"({"model":"x","messages":[{"role":"user","content":"a"}]})"), 404, "model");
+  expect_error(post("/v1/chat/completions", kChat + R"(,"temperature":"hot"})"), 400, "temperature");
+  expect_error(post("/v1/chat/completions", kChat + R"(,"max_tokens":100000})"), 400, "max_tokens");
+  expect_error(post("/v1/completions", R"({"prompt":[1,99999999]})"), 400, "prompt");
+  expect_error(post("/v1/chat/completions", kChat + R"(,"stop":"engine-error"})"), 400);
+  expect_error(post("/v1/chat/completions", std::string(70 * 1024, ' ')), 413);
+  // still serving
+  EXPECT_EQ(post("/v1/chat/completions", kChat + "}")->status, 200);
+}
+
+TEST_F(ServerHttp, QueueFullIs429) {
+  engine_.queue_full = true;
+  expect_error(post("/v1/chat/completions", kChat + "}"), 429);
+  engine_.queue_full = false;
+  EXPECT_EQ(post("/v1/chat/completions", kChat + "}")->status, 200);
+}
+
+TEST_F(ServerHttp, DisconnectCancels) {
+  engine_.delay = 20ms;
+  int fd = connect_loopback(port_);
+  ASSERT_GE(fd, 0);
+  const std::string body = R"({"messages":[{"role":"user","content":"Hi"}],"max_tokens":500,"stream":true})";
+  const std::string req = post_request(body, false);
+  ASSERT_EQ(::send(fd, req.data(), req.size(), 0), ssize_t(req.size()));
+  char buf[4096];
+  std::string got;
+  while (got.find("w2 ") == std::string::npos) {
+    ssize_t k = ::recv(fd, buf, sizeof buf, 0);
+    ASSERT_GT(k, 0);
+    got.append(buf, size_t(k));
+  }
+  ::close(fd);
+  const auto until = std::chrono::steady_clock::now() + 5s;
+  while (engine_.cancel_count() == 0 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(engine_.cancel_count(), 1u);
+  auto until_idle = std::chrono::steady_clock::now() + 5s;
+  while (server_->active_requests() != 0 && std::chrono::steady_clock::now() < until_idle) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(server_->active_requests(), 0);
+  auto m = client().Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_NE(m->body.find("strata_engine_requests_total{outcome=\"cancelled\"} 1"), std::string::npos);
+}
+
+// Raw sockets: httplib 0.11's client itself drops some concurrent POSTs (its server does not).
+TEST_F(ServerHttp, ConcurrentStreams) {
+  std::vector<std::thread> ts;
+  std::atomic<int> ok{0};
+  const std::string body = kChat + R"(,"stream":true})";
+  for (int i = 0; i < 32; ++i)
+    ts.emplace_back([&] {
+      std::string r = raw_exchange(port_, post_request(body, true));
+      if (r.rfind("HTTP/1.1 200", 0) == 0 && r.find("data: [DONE]") != std::string::npos) ++ok;
+      else ADD_FAILURE() << r;
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(ok, 32);
+}
+
+TEST_F(ServerHttp, ShuttingDownIs503) {
+  server_->begin_shutdown();
+  expect_error(post("/v1/chat/completions", kChat + "}"), 503);
+  EXPECT_EQ(client().Get("/health")->status, 503);
+}
+
+}  // namespace
+}  // namespace strata::server
