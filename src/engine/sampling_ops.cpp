@@ -126,7 +126,8 @@ void apply_top_p(std::vector<Candidate>& c, double p) {
   }
   const double target = p * total;
   const float scale = float(kTopPBuckets) / -lowest;
-  if (c.size() < kTopPBucketMin || !(lowest < 0) || !std::isfinite(scale)) {
+  // (A tiny temperature can push logits to -inf; such a spread cannot be bucketed.)
+  if (c.size() < kTopPBucketMin || !(lowest < 0) || !std::isfinite(lowest) || !std::isfinite(scale)) {
     c.resize(top_p_select(c, 0, c.size(), 0.0, target));
     return;
   }

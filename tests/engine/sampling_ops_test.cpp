@@ -217,6 +217,20 @@ TEST(TopP, LargeFlatVocabExactBoundary) {
   EXPECT_EQ(ids_of(process(flat, p)), (std::vector<int32_t>{5000}));
 }
 
+TEST(TopP, TinyTemperatureOnLargeVocab) {
+  // (l - max) / 1e-30 is -inf for every token but the top one.
+  std::mt19937 rng(13);
+  std::normal_distribution<float> d(0, 2);
+  std::vector<float> v(10000);
+  for (auto& x : v) x = d(rng);
+  SamplingParams p;
+  p.temperature = 1e-30;
+  p.top_p = 0.9;
+  auto c = process(v, p);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].id, argmax(v));
+}
+
 TEST(MinP, KeepsTokensAboveAFractionOfTheTop) {
   std::vector<float> l = {0.0f, std::log(0.5f), std::log(0.2f), std::log(0.05f)};
   SamplingParams p;
