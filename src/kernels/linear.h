@@ -9,6 +9,8 @@
 #pragma once
 #include <cstdint>
 
+#include "core/cpu.h"
+
 namespace strata::kernels {
 
 enum class WeightFormat { f32, bf16, fp8, fp4 };
@@ -22,8 +24,12 @@ struct LinearWeight {
   bool empty() const { return data == nullptr; }
 };
 
-// Dequantizes weight row r into dst[0..in) (fp32, exact).
+// Dequantizes weight row r into dst[0..in) (fp32, exact): the scalar reference, and the
+// per-ISA versions (AVX-512 for fp8/fp4; bit-identical except e4m3 NaN codes).
 void dequant_row(const LinearWeight& w, int64_t r, float* dst);
+using DequantFn = void (*)(const LinearWeight& w, int64_t r, float* dst);
+namespace avx512 { void dequant_row(const LinearWeight& w, int64_t r, float* dst); }
+DequantFn dequant_fn(Isa isa);
 
 // y[rows, out] = x[rows, in] · Wᵀ. round_bf16: round outputs to bf16 (the reference's fp8/fp4
 // GEMMs and bf16 F.linear return bf16; its fp32 linears — gate, compressor, head — do not).

@@ -136,3 +136,32 @@ TEST(Dot, FixedLaneOrder) {
 
 }  // namespace
 }  // namespace strata::kernels
+
+namespace strata::kernels {
+namespace {
+
+TEST(Linear, SimdDequantMatchesScalarBitwise) {
+  if (detected_isa() != Isa::avx512) GTEST_SKIP() << "no AVX-512";
+  Mats m = make(9);
+  for (auto& b : m.fp8)
+    if ((b & 0x7F) == 0x7F) b = 0x7E;  // NaN codes excluded (see avx512/dequant_avx512.cpp)
+  for (int64_t in : {256, 200}) {  // 200: FP8 tail path
+    LinearWeight w8{WeightFormat::fp8, m.fp8.data(), m.fp8_scale.data(), 128, in};
+    std::vector<float> a(static_cast<size_t>(in)), b(static_cast<size_t>(in));
+    for (int64_t r = 0; r < 128; ++r) {
+      dequant_row(w8, r, a.data());
+      dequant_fn(Isa::avx512)(w8, r, b.data());
+      ASSERT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0) << "fp8 row " << r;
+    }
+  }
+  LinearWeight w4{WeightFormat::fp4, m.fp4.data(), m.fp4_scale.data(), m.out, m.in};
+  std::vector<float> a(static_cast<size_t>(m.in)), b(static_cast<size_t>(m.in));
+  for (int64_t r = 0; r < m.out; ++r) {
+    dequant_row(w4, r, a.data());
+    dequant_fn(Isa::avx512)(w4, r, b.data());
+    ASSERT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0) << "fp4 row " << r;
+  }
+}
+
+}  // namespace
+}  // namespace strata::kernels

@@ -60,6 +60,8 @@ void dequant_row(const LinearWeight& w, int64_t r, float* dst) {
   }
 }
 
+DequantFn dequant_fn(Isa isa) { return isa == Isa::avx512 ? avx512::dequant_row : dequant_row; }
+
 void linear(const LinearWeight& w, const float* x, int64_t rows, float* y, bool rb) {
   if (w.empty()) throw Error("linear: weight is missing");
   const int64_t in = w.in, out = w.out;
@@ -72,12 +74,13 @@ void linear(const LinearWeight& w, const float* x, int64_t rows, float* y, bool 
   }
   // Output rows split across threads; each weight row is dequantized once for the whole batch.
   const DotFn dotf = dot_fn();  // every ISA's dot is bit-identical (kernels/dot.h)
+  const DequantFn deq = dequant_fn(active_isa());
   // Small products run inline: spawning workers costs more than it saves below ~1M MACs.
   const int64_t min_rows = std::max<int64_t>(16, (int64_t(1) << 20) / std::max<int64_t>(1, in * rows));
   parallel_for(out, min_rows, [&](int64_t b, int64_t e) {
     std::vector<float> row(static_cast<size_t>(in));
     for (int64_t n = b; n < e; ++n) {
-      dequant_row(w, n, row.data());
+      deq(w, n, row.data());
       for (int64_t r = 0; r < rows; ++r) {
         float v = dotf(x + r * in, row.data(), in);
         y[r * out + n] = rb ? round_bf16(v) : v;
