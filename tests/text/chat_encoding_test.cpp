@@ -266,6 +266,18 @@ TEST(ChatEncoding, MultiTurnToolUseWithoutToolsListStillDropsReasoning) {
                 "<think>R2</think>A" + EOS);
 }
 
+TEST(ChatEncoding, ConsecutiveUserMessagesJoinOneTurn) {
+  EXPECT_EQ(encode_chat(msgs(R"([{"role":"user","content":"a"},{"role":"user","content":"b"}])"), mode("chat")),
+            BOS + U + "a\n\nb" + A + "</think>");
+  // Not after a task turn; a later message's own task is lost in the join (official behaviour).
+  EXPECT_EQ(encode_chat(msgs(R"([{"role":"user","content":"a","task":"query"},{"role":"user","content":"b"}])"),
+                        mode("chat")),
+            BOS + U + "a" + U + "b" + A + "</think>");
+  EXPECT_EQ(encode_chat(msgs(R"([{"role":"user","content":"a"},{"role":"user","content":"b","task":"query"}])"),
+                        mode("chat")),
+            BOS + U + "a\n\nb" + A + "</think>");
+}
+
 TEST(ChatEncoding, QuickInstructionTasks) {
   EXPECT_EQ(encode_chat(msgs(R"([{"role":"user","content":"Q","task":"action"}])"), mode("thinking")),
             BOS + U + "Q" + A + "<think><｜action｜>");
