@@ -9,6 +9,14 @@ namespace {
 
 struct Binder {
   const SafetensorsCheckpoint& ck;
+  std::list<std::vector<uint8_t>>* realigned;
+
+  // The tensor's data, copied to aligned storage when its offset is not a multiple of `align`.
+  const void* aligned(const TensorRef& t, size_t align) const {
+    if (reinterpret_cast<uintptr_t>(t.data) % align == 0) return t.data;
+    auto& v = realigned->emplace_back(t.data, t.data + t.info->nbytes);
+    return v.data();  // operator new storage: aligned for any scalar type
+  }
 
   TensorRef get(const std::string& name, DType dt, const std::vector<int64_t>& shape) const {
     TensorRef t = ck.get(name);
@@ -17,9 +25,11 @@ struct Binder {
                   ", expected " + std::string(dtype_name(dt)));
     return t;
   }
-  const float* f32(const std::string& n, const std::vector<int64_t>& s) const { return get(n, DType::F32, s).as<float>(); }
+  const float* f32(const std::string& n, const std::vector<int64_t>& s) const {
+    return static_cast<const float*>(aligned(get(n, DType::F32, s), 4));
+  }
   const uint16_t* bf16(const std::string& n, const std::vector<int64_t>& s) const {
-    return get(n, DType::BF16, s).as<uint16_t>();
+    return static_cast<const uint16_t*>(aligned(get(n, DType::BF16, s), 2));
   }
   LinearWeight plain(const std::string& stem, int64_t out, int64_t in) const {
     return {kernels::WeightFormat::bf16, bf16(stem + ".weight", {out, in}), nullptr, out, in};
@@ -110,9 +120,9 @@ LayerWeights bind_layer(const Binder& b, const SafetensorsCheckpoint& ck, const 
 }  // namespace
 
 ModelWeights bind_weights(const Config& c, const SafetensorsCheckpoint& ck) {
-  Binder b{ck};
-  const int64_t d = c.hidden_size, V = c.vocab_size, hc = c.hc_mult;
   ModelWeights m;
+  Binder b{ck, &m.realigned};
+  const int64_t d = c.hidden_size, V = c.vocab_size, hc = c.hc_mult;
   m.embed = b.bf16("embed.weight", {V, d});
   m.head = b.plain("head", V, d);
   m.norm = b.bf16("norm.weight", {d});

@@ -3,6 +3,7 @@
 // bf16), so strata does the same once per layer instead of per token.
 #pragma once
 #include <cstdint>
+#include <list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -87,6 +88,10 @@ struct ModelWeights {
   HcWeights hc_head;
   std::vector<LayerWeights> layers;  // main layers
   std::vector<MtpWeights> mtp;       // present when the checkpoint has mtp.j.* tensors
+  // Aligned copies of the few F32 / BF16 tensors whose file offset is not a multiple of their
+  // element size (safetensors does not require alignment; reading them in place would be a
+  // misaligned load). Empty for checkpoints written with aligned offsets.
+  std::list<std::vector<uint8_t>> realigned;
 };
 
 // Binds every tensor of the checkpoint (which must match the config: see tensors.h's check),
