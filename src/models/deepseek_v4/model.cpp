@@ -115,7 +115,7 @@ void Model::run_block(const LayerWeights& lw, const AttentionSpec& as, const Moe
     hc_post(hc_, out.data() + t * d, post.data() + t * hc, comb.data() + t * hc * hc, h + t * hc * d);
 }
 
-vector<float> Model::run_main(SequenceState& st, const int64_t* ids, int64_t n) {
+vector<float> Model::run_main(SequenceState& st, const int64_t* ids, int64_t n) const {
   if (st.layers.size() != size_t(cfg_.num_hidden_layers)) throw Error("forward: sequence state does not belong to this model");
   check_ids(ids, n, st.pos);
   const int64_t d = cfg_.hidden_size, hc = cfg_.hc_mult;
@@ -130,12 +130,12 @@ vector<float> Model::run_main(SequenceState& st, const int64_t* ids, int64_t n) 
   return h;
 }
 
-void Model::advance(SequenceState& st, const int64_t* ids, int64_t n, vector<float>* hidden) {
+void Model::advance(SequenceState& st, const int64_t* ids, int64_t n, vector<float>* hidden) const {
   vector<float> h = run_main(st, ids, n);
   if (hidden) *hidden = std::move(h);
 }
 
-vector<float> Model::forward(SequenceState& st, const int64_t* ids, int64_t n, vector<float>* hidden) {
+vector<float> Model::forward(SequenceState& st, const int64_t* ids, int64_t n, vector<float>* hidden) const {
   vector<float> h = run_main(st, ids, n);
   const int64_t hcd = cfg_.hc_mult * cfg_.hidden_size;
   auto logits = logits_from_state(h.data() + (n - 1) * hcd);
@@ -143,7 +143,7 @@ vector<float> Model::forward(SequenceState& st, const int64_t* ids, int64_t n, v
   return logits;
 }
 
-vector<float> Model::mtp_forward(SequenceState& st, const float* hidden, const int64_t* next_ids, int64_t n, int64_t j) {
+vector<float> Model::mtp_forward(SequenceState& st, const float* hidden, const int64_t* next_ids, int64_t n, int64_t j) const {
   if (j < 0 || j >= n_mtp()) throw Error("mtp_forward: the checkpoint has no MTP block " + std::to_string(j));
   if (st.mtp.size() != w_.mtp.size()) throw Error("mtp_forward: sequence state does not belong to this model");
   check_ids(next_ids, n, st.mtp_pos[size_t(j)]);

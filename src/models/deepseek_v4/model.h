@@ -27,6 +27,9 @@ class Model {
   // the weights.
   static std::unique_ptr<Model> load(const std::string& dir);
   Model(Config c, SafetensorsCheckpoint ckpt);
+  // Specs point at the model's RoPE tables: not copyable or movable (hold it by unique_ptr).
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
 
   const Config& config() const { return cfg_; }
   // Longest sequence a state may reach (max_position_embeddings).
@@ -39,19 +42,20 @@ class Model {
   // max_positions() (the state is left untouched then). n must be >= 1.
   // hidden, when given, receives the final hc streams of every token [n][hc][d] (bf16 values),
   // the input of the MTP block.
-  std::vector<float> forward(SequenceState& st, const int64_t* ids, int64_t n, std::vector<float>* hidden = nullptr);
+  // const: the model is read-only; different sequences may run concurrently from different threads.
+  std::vector<float> forward(SequenceState& st, const int64_t* ids, int64_t n, std::vector<float>* hidden = nullptr) const;
   // The same without the logits (a prefill chunk whose logits nobody reads).
-  void advance(SequenceState& st, const int64_t* ids, int64_t n, std::vector<float>* hidden = nullptr);
-  std::vector<float> prefill(SequenceState& st, const std::vector<int64_t>& ids) {
+  void advance(SequenceState& st, const int64_t* ids, int64_t n, std::vector<float>* hidden = nullptr) const;
+  std::vector<float> prefill(SequenceState& st, const std::vector<int64_t>& ids) const {
     return forward(st, ids.data(), int64_t(ids.size()));
   }
-  std::vector<float> decode(SequenceState& st, int64_t id) { return forward(st, &id, 1); }
+  std::vector<float> decode(SequenceState& st, int64_t id) const { return forward(st, &id, 1); }
 
   // MTP block j (reference MTPBlock): hidden = main streams [n][hc][d] of the tokens at
   // positions st.mtp_pos[j].., next_ids[t] = the token that follows token t. Returns the fp32
   // logits of the last position (its prediction of the token after next_ids[n-1]).
   int64_t n_mtp() const { return int64_t(w_.mtp.size()); }
-  std::vector<float> mtp_forward(SequenceState& st, const float* hidden, const int64_t* next_ids, int64_t n, int64_t j = 0);
+  std::vector<float> mtp_forward(SequenceState& st, const float* hidden, const int64_t* next_ids, int64_t n, int64_t j = 0) const;
 
   // Pieces for tests and tools.
   const ModelWeights& weights() const { return w_; }
@@ -72,7 +76,7 @@ class Model {
                  const int64_t* ids, int64_t n, int64_t pos0) const;
   void check_ids(const int64_t* ids, int64_t n, int64_t pos0) const;
   // Runs the main layers; returns the final streams [n][hc][d].
-  std::vector<float> run_main(SequenceState& st, const int64_t* ids, int64_t n);
+  std::vector<float> run_main(SequenceState& st, const int64_t* ids, int64_t n) const;
 
   std::vector<AttentionSpec> attn_;  // main layers, then MTP blocks
   std::vector<MoeSpec> moe_;
