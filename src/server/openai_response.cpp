@@ -116,7 +116,7 @@ ojson ChoiceBuilder::logprob_entries(const engine::Event& ev, size_t text_offset
 ChoiceDelta ChoiceBuilder::add(const engine::Event& ev) {
   ChoiceDelta d;
   if (finished_) return d;
-  if (ev.token >= 0 && ev.kind == engine::EventKind::token) {
+  if (ev.token >= 0) {
     last_token_ = ev.token;
     ++completion_tokens_;
     if (ev.logprobs && meta_.top_logprobs >= 0) d.logprobs = logprob_entries(ev, content_.size());
