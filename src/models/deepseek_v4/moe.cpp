@@ -87,12 +87,17 @@ void moe_forward(const MoeWeights& w, const MoeSpec& s, const float* x, const in
   for (int64_t e = 0; e < s.experts; ++e) {
     members.clear();
     wts.clear();
-    for (int64_t r = 0; r < rows; ++r)
+    for (int64_t r = 0; r < rows; ++r) {
+      // An expert listed twice in a tid2eid row counts once, with its last slot's weight: the
+      // reference's y[rows] += ... is an index_put whose last write wins.
+      int64_t slot = -1;
       for (size_t k = 0; k < routes[size_t(r)].experts.size(); ++k)
-        if (routes[size_t(r)].experts[k] == e) {
-          members.push_back(r);
-          wts.push_back(routes[size_t(r)].weights[k]);
-        }
+        if (routes[size_t(r)].experts[k] == e) slot = int64_t(k);
+      if (slot >= 0) {
+        members.push_back(r);
+        wts.push_back(routes[size_t(r)].weights[size_t(slot)]);
+      }
+    }
     if (members.empty()) continue;
     const int64_t n = int64_t(members.size());
     xin.resize(size_t(n * d));
