@@ -70,14 +70,13 @@ void StreamingParser::run(bool at_end, std::vector<StreamEvent>& events) {
         const bool reasoning = state_ == State::kReasoning;
         // Index 0 ends this part, index 1 starts a tool-call block; the rest are forbidden here.
         const MarkerHit hit =
-            reasoning ? scan_markers(buf_, from_, {kThinkEnd, kToolCallsStart, kBos, kEos, kThinkStart, kDsml}, at_end)
-                      : scan_markers(buf_, from_, {kEos, kToolCallsStart, kBos, kThinkStart, kThinkEnd, kDsml}, at_end);
+            reasoning ? scan_markers(buf_, 0, {kThinkEnd, kToolCallsStart, kBos, kEos, kThinkStart, kDsml}, at_end)
+                      : scan_markers(buf_, 0, {kEos, kToolCallsStart, kBos, kThinkStart, kThinkEnd, kDsml}, at_end);
         size_t ready = hit.pos;
         // Deltas end on character boundaries (byte-level tokens can split a character).
         if (hit.which < 0 && !at_end) ready -= utf8_incomplete_tail(std::string_view(buf_).substr(0, ready));
         emit_text(std::string_view(buf_).substr(0, ready), events);
         buf_.erase(0, ready);
-        from_ = 0;
         if (hit.which < 0) {
           if (!at_end) return;
           throw Error(reasoning ? "completion: reasoning is missing </think>"
@@ -86,7 +85,7 @@ void StreamingParser::run(bool at_end, std::vector<StreamEvent>& events) {
         if (hit.which == 1 && reasoning) throw Error("completion: tool calls before </think>");
         if (hit.which >= 2) throw Error("completion: unexpected special token in " +
                                         std::string(reasoning ? "reasoning" : "content"));
-        buf_.erase(0, (hit.which == 0 ? (reasoning ? kThinkEnd : kEos) : kToolCallsStart).size());
+        buf_.erase(0, hit.len);
         state_ = hit.which == 0 ? (reasoning ? State::kContent : State::kEnded) : State::kToolCalls;
         break;
       }

@@ -56,8 +56,7 @@ class StreamingParser {
   void take_tool_calls(std::vector<StreamEvent>& events);
 
   State state_;
-  std::string buf_;  // unread text of the reasoning, content or post-block states
-  size_t from_ = 0;
+  std::string buf_;  // unread text of the reasoning, content or post-block states (held back)
   DsmlReader dsml_;
   std::vector<ToolCall> new_calls_;
   ParsedCompletion result_;

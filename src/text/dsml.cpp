@@ -200,13 +200,8 @@ void DsmlReader::feed(std::string_view text, std::vector<ToolCall>& out) {
       from_ = hit.pos;
       return;
     }
-    const size_t len = (state_ == State::kParamBody   ? dsv4::kParamClose
-                        : state_ == State::kOpen       ? (hit.which == 0 ? dsv4::kInvokeOpen : dsv4::kToolCallsClose)
-                        : hit.which == 0               ? dsv4::kParamOpen
-                                                       : dsv4::kInvokeClose)
-                           .size();
     const std::string_view content = std::string_view(buf_).substr(start_, hit.pos - start_);
-    start_ = from_ = hit.pos + len;
+    start_ = from_ = hit.pos + hit.len;
     step(content, hit.which, out);
   }
 }

@@ -11,6 +11,7 @@ struct MarkerHit {
   size_t pos;     // where the marker (or the possible start of one) begins; text.size() if none
   int which;      // index into the marker list; -1 when no complete marker was found
   bool partial;   // text from pos on is a proper prefix of a marker: wait for more input
+  size_t len;     // length of the complete marker found
 };
 
 // Scans left to right from `from`. At each position a complete marker wins; otherwise, unless
