@@ -1,0 +1,382 @@
+// The engine thread: each step it applies cancellations, admits waiting requests, plans the
+// step (scheduler.h), preempts what does not fit the cache budget, runs every scheduled chunk
+// and samples the requests whose chunk reached their last token. Requests join and leave at
+// every step. Only the engine thread touches running requests; submit/cancel/metrics/shutdown
+// talk to it through `mu`.
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <unordered_set>
+
+#include "cache/cache_spec.h"
+#include "core/error.h"
+#include "engine/prefix_cache.h"
+#include "engine/request_state.h"
+#include "engine/scheduler.h"
+#include "kernels/parallel.h"
+#include "models/deepseek_v4/cache_layout.h"
+#include "models/deepseek_v4/model.h"
+#include "text/tokenizer.h"
+
+namespace strata::engine {
+
+using Req = std::unique_ptr<RequestState>;
+
+struct Engine::Impl {
+  std::shared_ptr<dsv4::Model> model;
+  std::shared_ptr<const Tokenizer> tok;
+  EngineOptions opt;
+  cache::CacheLayout layout;
+  int64_t max_context = 0, pool_budget = 0;
+  std::vector<int32_t> eos;
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Req> waiting;                 // by arrival; preempted requests go back to the front
+  std::unordered_set<uint64_t> live_ids;   // waiting or running (for cancel and id clashes)
+  std::set<uint64_t> cancels;
+  bool stopping = false, drain = false;
+  uint64_t next_id = 1;
+  int64_t next_arrival = 0;
+  EngineMetrics m;                         // counters and samples, under mu
+  std::mutex shutdown_mu;
+  std::thread thread;
+
+  std::vector<Req> running;  // engine thread only, in arrival order
+  std::optional<PrefixCache> prefix;  // engine thread only
+  SamplingScratch scratch;
+
+  int64_t bytes_for(int64_t context) const { return layout.bytes_for(context); }
+  void run();
+  bool step();
+  void finish(Req& r, Event ev, bool was_running);
+  void publish_pool();
+  void start(RequestState& r);
+  void run_chunk(RequestState& r, int64_t n, std::vector<float>* logits);
+  int64_t held_bytes() const;
+};
+
+namespace {
+
+void deliver(RequestState& r, const Event& ev) {
+  try {
+    if (r.on_event) r.on_event(ev);
+  } catch (...) {  // a caller's callback must not take the engine down
+  }
+}
+
+}  // namespace
+
+Engine::Engine(std::shared_ptr<dsv4::Model> model, std::shared_ptr<const Tokenizer> tokenizer, EngineOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  if (!model) throw Error("engine: no model");
+  if (!tokenizer) throw Error("engine: no tokenizer");
+  auto& I = *impl_;
+  I.model = std::move(model);
+  I.tok = std::move(tokenizer);
+  I.opt = options;
+  const auto& cfg = I.model->config();
+  I.layout = dsv4::cache_layout(cfg);
+  I.max_context = options.max_context > 0 ? std::min(options.max_context, I.model->max_positions())
+                                          : I.model->max_positions();
+  if (I.opt.max_running < 1) throw Error("engine: max_running must be at least 1");
+  if (I.opt.max_batch_tokens < 1) throw Error("engine: max_batch_tokens must be at least 1");
+  I.pool_budget = options.pool_bytes > 0 ? options.pool_bytes : I.opt.max_running * I.bytes_for(I.max_context);
+  if (cfg.eos_token_id >= 0) I.eos.push_back(int32_t(cfg.eos_token_id));
+  if (I.tok->eos_id() >= 0 && I.tok->eos_id() != cfg.eos_token_id) I.eos.push_back(I.tok->eos_id());
+  if (options.threads > 0) kernels::set_num_threads(options.threads);
+  if (options.prefix_cache) I.prefix.emplace(I.layout.block_tokens);
+  I.m.pool_bytes_total = I.pool_budget;
+  I.publish_pool();
+  I.thread = std::thread([this] { impl_->run(); });
+}
+
+Engine::~Engine() { shutdown(false); }
+
+const dsv4::Model& Engine::model() const { return *impl_->model; }
+const Tokenizer& Engine::tokenizer() const { return *impl_->tok; }
+int64_t Engine::max_context() const { return impl_->max_context; }
+
+uint64_t Engine::submit(Request r, EventCallback on_event) {
+  auto& I = *impl_;
+  const int64_t n = int64_t(r.prompt.size());
+  if (n == 0) throw Error("the prompt is empty");
+  const int32_t vocab = int32_t(I.model->config().vocab_size);
+  for (int32_t id : r.prompt)
+    if (id < 0 || id >= vocab)
+      throw Error("prompt token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(vocab) +
+                  ")");
+  r.sampling.validate();
+  if (n >= I.max_context)
+    throw Error("prompt of " + std::to_string(n) + " tokens leaves no room in the context of " +
+                std::to_string(I.max_context) + " tokens");
+  if (!r.sampling.max_tokens) r.sampling.max_tokens = I.max_context - n;
+  if (n + *r.sampling.max_tokens > I.max_context)
+    throw Error("prompt of " + std::to_string(n) + " tokens + max_tokens " + std::to_string(*r.sampling.max_tokens) +
+                " exceeds the context of " + std::to_string(I.max_context) + " tokens");
+  const int64_t need = I.bytes_for(n + *r.sampling.max_tokens);
+  if (need > I.pool_budget)
+    throw Error("request needs " + std::to_string(need) + " bytes of cache at its longest, more than the pool's " +
+                std::to_string(I.pool_budget));
+
+  std::lock_guard lk(I.mu);
+  if (I.stopping) throw Error("the engine is shutting down");
+  if (I.waiting.size() >= I.opt.max_queue)
+    throw QueueFull("the queue is full (" + std::to_string(I.opt.max_queue) + " waiting requests)");
+  uint64_t id = r.id;
+  if (id == 0) {
+    while (I.live_ids.count(I.next_id)) ++I.next_id;
+    id = I.next_id++;
+  } else if (I.live_ids.count(id)) {
+    throw Error("request id " + std::to_string(id) + " is already in use");
+  }
+  // The Sampler validates stop/EOS ids against the vocabulary (strata::Error) before queueing.
+  auto req = std::make_unique<RequestState>(id, I.next_arrival, std::move(r.prompt), r.sampling, vocab, I.eos, *I.tok,
+                                            std::move(on_event));
+  ++I.next_arrival;
+  I.live_ids.insert(id);
+  I.waiting.push_back(std::move(req));
+  I.m.prompt_tokens += n;
+  I.m.waiting = int64_t(I.waiting.size());
+  I.cv.notify_all();
+  return id;
+}
+
+void Engine::cancel(uint64_t request_id) {
+  auto& I = *impl_;
+  std::lock_guard lk(I.mu);
+  if (!I.live_ids.count(request_id)) return;
+  I.cancels.insert(request_id);
+  I.cv.notify_all();
+}
+
+EngineMetrics Engine::metrics() {
+  auto& I = *impl_;
+  std::lock_guard lk(I.mu);
+  EngineMetrics out = I.m;
+  I.m.ttft_seconds.clear();
+  I.m.itl_seconds.clear();
+  return out;
+}
+
+void Engine::shutdown(bool drain) {
+  auto& I = *impl_;
+  std::lock_guard guard(I.shutdown_mu);
+  {
+    std::lock_guard lk(I.mu);
+    if (!I.stopping) I.drain = drain;
+    I.stopping = true;
+    I.cv.notify_all();
+  }
+  if (I.thread.joinable()) I.thread.join();
+}
+
+// Ends a request: its cache is freed and the counters (outcome, running, pool bytes) are
+// updated before its last event is delivered, so a caller that sees the event sees them too.
+void Engine::Impl::finish(Req& r, Event ev, bool was_running) {
+  {
+    std::lock_guard lk(mu);
+    live_ids.erase(r->id);
+    cancels.erase(r->id);
+    if (ev.cancelled) ++m.cancelled;
+    else if (!ev.error.empty()) ++m.errored;
+    else ++m.finished;
+    if (was_running) --m.running;
+    if (r->state) {
+      const int64_t blocks = layout.blocks_for(r->context());
+      for (const auto& s : layout.specs)
+        for (auto& [k, v] : m.pool_bytes_by_kind)
+          if (k == cache::kind_name(s.kind))
+            v -= cache::kind_grows(s.kind) ? blocks * s.block_bytes(layout.block_tokens) : s.fixed_bytes();
+    }
+  }
+  r->state.reset();
+  deliver(*r, ev);
+  r.reset();
+}
+
+// Cache bytes by kind for the requests that hold a state: the ledger's block-rounded figures.
+void Engine::Impl::publish_pool() {
+  std::vector<std::pair<std::string, int64_t>> by_kind;
+  auto add = [&](const char* name, int64_t b) {
+    for (auto& [k, v] : by_kind)
+      if (k == name) return void(v += b);
+    by_kind.emplace_back(name, b);
+  };
+  for (const auto& s : layout.specs) add(cache::kind_name(s.kind), 0);
+  for (const auto& r : running) {
+    if (!r || !r->state) continue;
+    const int64_t blocks = layout.blocks_for(r->context());
+    for (const auto& s : layout.specs)
+      add(cache::kind_name(s.kind), cache::kind_grows(s.kind) ? blocks * s.block_bytes(layout.block_tokens) : s.fixed_bytes());
+  }
+  std::lock_guard lk(mu);
+  m.pool_bytes_by_kind = std::move(by_kind);
+  m.running = int64_t(running.size());
+  m.waiting = int64_t(waiting.size());
+}
+
+int64_t Engine::Impl::held_bytes() const {
+  int64_t b = 0;
+  for (const auto& r : running)
+    if (r && r->state) b += bytes_for(r->context());
+  return b;
+}
+
+// A request (new, or preempted earlier) gets its state: from the longest prefix checkpoint
+// of its tokens (leaving at least the last token to compute, whose logits are sampled), or
+// empty.
+void Engine::Impl::start(RequestState& r) {
+  r.state = model->new_sequence();
+  const bool first = r.computed_high == 0;
+  int64_t hit = 0;
+  if (prefix) hit = prefix->lookup(r.tokens, int64_t(r.tokens.size()) - 1, *r.state);
+  if (first) r.cached_prompt_tokens = std::min(hit, r.prompt_tokens);
+  r.computed_high = std::max(r.computed_high, hit);
+  std::lock_guard lk(mu);
+  if (first) m.prefix_lookup_tokens += r.prompt_tokens;
+  m.prefix_hit_tokens += hit;
+}
+
+// Runs the next n tokens of r, split at block boundaries when prefix caching is on so that
+// the state at each boundary is checkpointed (splitting never changes the results).
+void Engine::Impl::run_chunk(RequestState& r, int64_t n, std::vector<float>* logits) {
+  const int64_t bt = layout.block_tokens;
+  while (n > 0) {
+    const int64_t c0 = r.context();
+    const int64_t k = prefix ? std::min(n, (c0 / bt + 1) * bt - c0) : n;
+    std::vector<int64_t> ids(r.tokens.begin() + c0, r.tokens.begin() + c0 + k);
+    if (k == n && logits) *logits = model->forward(*r.state, ids.data(), k);
+    else model->advance(*r.state, ids.data(), k);
+    n -= k;
+    if (prefix && r.context() % bt == 0 && !prefix->contains(r.tokens, r.context())) {
+      prefix->insert(r.tokens, *r.state, bytes_for(r.context()));
+      const int64_t held = held_bytes();
+      while (prefix->bytes() + held > pool_budget && prefix->evict_one()) {
+      }
+    }
+  }
+}
+
+void Engine::Impl::run() {
+  while (step()) {
+  }
+  publish_pool();
+}
+
+// One engine step; false when the engine has stopped.
+bool Engine::Impl::step() {
+  std::vector<Req> ended_cancelled, ended_running;
+  {
+    std::unique_lock lk(mu);
+    cv.wait(lk, [&] { return stopping || !cancels.empty() || !waiting.empty() || !running.empty(); });
+    const bool cancel_all = stopping && !drain;
+    // Cancellations first: their cache is gone before this step runs.
+    for (auto it = waiting.begin(); it != waiting.end();)
+      if (cancel_all || cancels.count((*it)->id)) ended_cancelled.push_back(std::move(*it)), it = waiting.erase(it);
+      else ++it;
+    for (auto it = running.begin(); it != running.end();)
+      if (cancel_all || cancels.count((*it)->id)) ended_running.push_back(std::move(*it)), it = running.erase(it);
+      else ++it;
+    cancels.clear();
+  }
+  for (auto& r : ended_cancelled) finish(r, r->end_event(true, ""), false);
+  for (auto& r : ended_running) finish(r, r->end_event(true, ""), true);
+  {
+    std::unique_lock lk(mu);
+    if (stopping && (!drain || (waiting.empty() && running.empty()))) return false;
+    // Admit in arrival order while there is room; the step plan below preempts if the
+    // admitted requests' growth does not fit.
+    int64_t held = 0;
+    for (auto& r : running) held += bytes_for(r->context());
+    while (!waiting.empty() && int64_t(running.size()) < opt.max_running) {
+      auto& w = waiting.front();
+      const int64_t first = std::min<int64_t>(int64_t(w->tokens.size()), opt.max_batch_tokens);
+      if (!running.empty() && held + bytes_for(first) > pool_budget) break;
+      held += bytes_for(first);
+      running.push_back(std::move(w));
+      waiting.pop_front();
+    }
+    // Preempted requests re-enter at the front, so running may need re-sorting by arrival.
+    std::sort(running.begin(), running.end(), [](const Req& a, const Req& b) { return a->arrival < b->arrival; });
+    m.waiting = int64_t(waiting.size());
+    m.running = int64_t(running.size());
+  }
+  if (running.empty()) return true;
+  for (auto& r : running)
+    if (!r->state) start(*r);
+
+  std::vector<SchedSeq> seqs;
+  for (auto& r : running) seqs.push_back({r->arrival, r->context(), r->pending()});
+  StepPlan plan = plan_step(seqs, opt.max_batch_tokens, pool_budget, [this](int64_t c) { return bytes_for(c); });
+  // Prefix checkpoints are the first to go when the running requests need the bytes.
+  while (prefix && prefix->bytes() + plan.bytes > pool_budget && prefix->evict_one()) {
+  }
+
+  // Preempt: free the cache now, recompute prompt + generated tokens when readmitted.
+  if (!plan.preempt.empty()) {
+    std::vector<Req> back;
+    int64_t freed = 0;
+    for (size_t i : plan.preempt) {  // newest first
+      freed += running[i]->state ? 1 : 0;  // one admitted this step and not yet run is merely put back
+      running[i]->state.reset();
+      back.push_back(std::move(running[i]));
+    }
+    std::lock_guard lk(mu);
+    for (auto& r : back) waiting.push_front(std::move(r));
+    m.preempted += freed;
+  }
+
+  const int32_t tok_vocab = tok->vocab_size();
+  int64_t generated = 0, recomputed = 0;
+  std::vector<double> ttft, itl;
+  for (size_t i = 0; i < running.size(); ++i) {
+    Req& r = running[i];
+    const int64_t n = plan.chunk[i];
+    if (!r || n == 0) continue;
+    try {
+      const int64_t c0 = r->context();
+      // Tokens below the high-water mark were computed before a preemption: recomputed.
+      recomputed += std::max<int64_t>(0, std::min(c0 + n, r->computed_high) - c0);
+      r->computed_high = std::max(r->computed_high, c0 + n);
+      if (c0 + n < int64_t(r->tokens.size())) {
+        run_chunk(*r, n, nullptr);
+        continue;
+      }
+      std::vector<float> logits;
+      run_chunk(*r, n, &logits);
+      Event ev = r->on_logits(logits, tok_vocab, scratch);
+      ++generated;
+      const auto now = RequestState::clock::now();
+      if (!r->first_token_done) ttft.push_back(std::chrono::duration<double>(now - r->submitted).count());
+      else itl.push_back(std::chrono::duration<double>(now - r->last_token).count());
+      r->first_token_done = true;
+      r->last_token = now;
+      if (ev.finish != FinishReason::none) {
+        finish(r, std::move(ev), true);
+      } else {
+        deliver(*r, ev);
+      }
+    } catch (const std::exception& e) {
+      finish(r, r->end_event(false, e.what()), true);
+    }
+  }
+  running.erase(std::remove_if(running.begin(), running.end(), [](const Req& r) { return !r; }), running.end());
+  {
+    std::lock_guard lk(mu);
+    m.generated_tokens += generated;
+    m.recomputed_tokens += recomputed;
+    m.ttft_seconds.insert(m.ttft_seconds.end(), ttft.begin(), ttft.end());
+    m.itl_seconds.insert(m.itl_seconds.end(), itl.begin(), itl.end());
+  }
+  publish_pool();
+  return true;
+}
+
+}  // namespace strata::engine

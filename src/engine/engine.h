@@ -1,0 +1,109 @@
+// The serving engine's public contract: requests in, token/text events out, many requests
+// per forward step (continuous batching), one memory pool for every cache kind.
+//
+// Threading: submit(), cancel(), metrics() and shutdown() may be called from any thread.
+// Events are delivered on the engine's thread, in order per request; a callback must not
+// block (copy the event into the caller's queue and return). The last event of a request has
+// finish != none (stop, length, cancelled, or error with a message).
+//
+// Determinism: a request's tokens depend only on the request (prompt, sampling params, seed),
+// never on which other requests share its batch, on preemption, on prefix-cache hits or on
+// the thread count.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/finish_reason.h"
+#include "engine/logprobs.h"
+#include "engine/sampling_params.h"
+
+namespace strata {
+class Tokenizer;
+namespace dsv4 {
+class Model;
+}
+}  // namespace strata
+
+namespace strata::engine {
+
+struct Request {
+  std::vector<int32_t> prompt;  // token ids (already chat-encoded and tokenized)
+  SamplingParams sampling;      // validated by submit()
+  uint64_t id = 0;              // caller's id; 0 = assign one
+  int priority = 0;             // reserved; the queue is FIFO (fair) by arrival
+};
+
+enum class EventKind { token, finished };
+
+struct Event {
+  uint64_t request_id = 0;
+  EventKind kind = EventKind::token;
+  int32_t token = -1;                       // kind == token
+  std::string text;                         // detokenized text made final by this event (stop strings removed)
+  std::optional<SampledLogprobs> logprobs;  // when requested
+  FinishReason finish = FinishReason::none; // set on the last event
+  bool cancelled = false;                   // finished because of cancel() or shutdown
+  std::string error;                        // finished because of an error (e.g. out of memory for this request)
+  int64_t prompt_tokens = 0, generated_tokens = 0, cached_prompt_tokens = 0;  // usage, on the last event
+};
+
+using EventCallback = std::function<void(const Event&)>;
+
+struct EngineOptions {
+  int64_t pool_bytes = 0;            // 0 = the ledger's need for max_running requests at max_context
+  int64_t max_context = 0;           // 0 = the model's max_position_embeddings
+  int max_running = 16;              // requests decoding at once
+  int64_t max_batch_tokens = 512;    // per-step token budget (decode tokens + prefill chunks)
+  size_t max_queue = 256;            // waiting requests; submit() beyond it throws QueueFull
+  bool prefix_cache = true;
+  int threads = 0;                   // 0 = all cores
+};
+
+// Thrown by submit() when the waiting queue is full (the server answers 429).
+class QueueFull : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct EngineMetrics {
+  int64_t waiting = 0, running = 0, finished = 0, cancelled = 0, errored = 0, preempted = 0;
+  int64_t prompt_tokens = 0, generated_tokens = 0;
+  int64_t prefix_lookup_tokens = 0, prefix_hit_tokens = 0, recomputed_tokens = 0;
+  int64_t pool_bytes_total = 0;
+  std::vector<std::pair<std::string, int64_t>> pool_bytes_by_kind;  // cache kind -> bytes in use
+  std::vector<double> ttft_seconds, itl_seconds;  // samples since the last metrics() call (for histograms)
+};
+
+class Engine {
+ public:
+  Engine(std::shared_ptr<dsv4::Model> model, std::shared_ptr<const Tokenizer> tokenizer, EngineOptions options);
+  ~Engine();  // shutdown(false)
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Validates and queues a request; returns its id. Throws strata::Error for invalid input
+  // (empty prompt, out-of-vocab id, prompt + max_tokens beyond max_context, bad sampling
+  // params) and QueueFull when the queue is full. Never blocks on the forward pass.
+  uint64_t submit(Request r, EventCallback on_event);
+  // Cancels a waiting or running request: its cache is freed before the next step; its last
+  // event has cancelled = true. Unknown or finished ids are ignored.
+  void cancel(uint64_t request_id);
+  EngineMetrics metrics();
+  // Stops accepting requests; drain = finish running and waiting requests first, otherwise
+  // cancel them. Returns when the engine thread has stopped.
+  void shutdown(bool drain);
+
+  const dsv4::Model& model() const;
+  const Tokenizer& tokenizer() const;
+  int64_t max_context() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace strata::engine

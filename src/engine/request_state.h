@@ -1,0 +1,51 @@
+// One request inside the engine: its tokens, its cache state (absent while waiting or after
+// preemption), and the per-request pieces generate() uses — Sampler, StopMatcher,
+// StreamDecoder — applied to each step's logits exactly as generate() applies them, so the
+// engine's tokens and text equal generate()'s.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/sampler.h"
+#include "engine/stop_matcher.h"
+#include "models/deepseek_v4/state.h"
+#include "text/tokenizer.h"
+
+namespace strata::engine {
+
+struct RequestState {
+  using clock = std::chrono::steady_clock;
+
+  RequestState(uint64_t id, int64_t arrival, std::vector<int32_t> prompt, const SamplingParams& params,
+               int32_t model_vocab, std::vector<int32_t> eos, const Tokenizer& tok, EventCallback cb);
+
+  uint64_t id;
+  int64_t arrival;                 // submit order: the queue's and the scheduler's fairness key
+  int64_t prompt_tokens;
+  std::vector<int32_t> tokens;     // prompt, then every sampled token
+  std::optional<dsv4::SequenceState> state;  // tokens[0 .. state->pos) are in the cache
+  Sampler sampler;
+  StopMatcher stops;
+  StreamDecoder decoder;
+  EventCallback on_event;
+  clock::time_point submitted, last_token;
+  bool first_token_done = false;
+  int64_t cached_prompt_tokens = 0;
+  int64_t computed_high = 0;       // most tokens ever in the cache (more than context() after a preemption)
+
+  int64_t context() const { return state ? state->pos : 0; }
+  int64_t pending() const { return int64_t(tokens.size()) - context(); }
+  int64_t generated() const { return int64_t(tokens.size()) - prompt_tokens; }
+
+  // Samples the next token from the logits of the last token and builds its event (text with
+  // stop strings applied, finish reason, usage on the last one). Masks rows past the
+  // tokenizer's vocabulary first, as generate() does.
+  Event on_logits(std::vector<float>& logits, int32_t tok_vocab, SamplingScratch& scratch);
+  // The last event of a request that did not finish by itself.
+  Event end_event(bool cancelled, std::string error) const;
+};
+
+}  // namespace strata::engine
