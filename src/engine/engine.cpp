@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
+#include <future>
 #include <map>
 #include <mutex>
 #include <set>
@@ -41,6 +42,13 @@ struct Engine::Impl {
   std::deque<Req> waiting;                 // by arrival; preempted requests go back to the front
   std::unordered_set<uint64_t> live_ids;   // waiting or running (for cancel and id clashes)
   std::set<uint64_t> cancels;
+  struct ExportJob {
+    uint64_t id;
+    std::string path;
+    std::promise<void> done;
+  };
+  std::vector<std::shared_ptr<ExportJob>> exports;
+  bool stopped = false;                    // the engine thread has exited
   bool stopping = false, drain = false;
   uint64_t next_id = 1;
   int64_t next_arrival = 0;
@@ -57,6 +65,7 @@ struct Engine::Impl {
   bool step();
   void finish(Req& r, Event ev, bool was_running);
   void publish_pool();
+  void do_exports();
   void start(RequestState& r);
   void run_chunk(RequestState& r, int64_t n, std::vector<float>* logits);
   int64_t held_bytes() const;
@@ -165,6 +174,51 @@ EngineMetrics Engine::metrics() {
   return out;
 }
 
+void Engine::export_request(uint64_t request_id, const std::string& path) {
+  auto& I = *impl_;
+  auto job = std::make_shared<Impl::ExportJob>();
+  job->id = request_id;
+  job->path = path;
+  auto done = job->done.get_future();
+  {
+    std::lock_guard lk(I.mu);
+    if (I.stopped) throw Error("the engine has stopped");
+    if (!I.live_ids.count(request_id)) throw Error("no request " + std::to_string(request_id) + " to export");
+    I.exports.push_back(job);
+    I.cv.notify_all();
+  }
+  done.get();  // rethrows the engine thread's error
+}
+
+uint64_t Engine::import_request(const std::string& path, EventCallback on_event) {
+  auto& I = *impl_;
+  RequestSnapshot snap = read_snapshot(path);
+  const auto& cfg = I.model->config();
+  const int32_t vocab = int32_t(cfg.vocab_size);
+  for (int32_t t : snap.tokens)
+    if (t < 0 || t >= vocab) throw Error(path + ": token id " + std::to_string(t) + " is outside the vocabulary");
+  if (snap.has_state && (snap.state.layers.size() != size_t(cfg.num_hidden_layers) ||
+                         snap.state.pos > int64_t(snap.tokens.size())))
+    throw Error(path + ": the snapshot's state does not fit this model");
+  if (int64_t(snap.tokens.size()) >= I.max_context) throw Error(path + ": the request is at the end of the context");
+  std::lock_guard lk(I.mu);
+  if (I.stopping) throw Error("the engine is shutting down");
+  if (I.waiting.size() >= I.opt.max_queue)
+    throw QueueFull("the queue is full (" + std::to_string(I.opt.max_queue) + " waiting requests)");
+  uint64_t id = snap.id;
+  if (id == 0 || I.live_ids.count(id)) {
+    while (I.live_ids.count(I.next_id)) ++I.next_id;
+    id = I.next_id++;
+  }
+  auto req = std::make_unique<RequestState>(id, I.next_arrival++, std::move(snap), *I.tok, std::move(on_event));
+  if (req->sampler.vocab_size() != vocab) throw Error(path + ": the snapshot's vocabulary does not fit this model");
+  I.live_ids.insert(id);
+  I.waiting.push_back(std::move(req));
+  I.m.waiting = int64_t(I.waiting.size());
+  I.cv.notify_all();
+  return id;
+}
+
 void Engine::shutdown(bool drain) {
   auto& I = *impl_;
   std::lock_guard guard(I.shutdown_mu);
@@ -264,9 +318,41 @@ void Engine::Impl::run_chunk(RequestState& r, int64_t n, std::vector<float>* log
   }
 }
 
+// Snapshots asked for by export_request(), between two steps (no chunk is half-run).
+void Engine::Impl::do_exports() {
+  std::vector<std::shared_ptr<ExportJob>> jobs;
+  {
+    std::lock_guard lk(mu);
+    jobs.swap(exports);
+  }
+  for (auto& job : jobs) {
+    try {
+      std::optional<RequestSnapshot> snap;
+      for (auto& r : running)
+        if (r && r->id == job->id) snap = r->snapshot();
+      if (!snap) {
+        std::lock_guard lk(mu);
+        for (auto& r : waiting)
+          if (r->id == job->id) snap = r->snapshot();
+      }
+      if (!snap) throw Error("no request " + std::to_string(job->id) + " to export (it has finished)");
+      write_snapshot(job->path, *snap);
+      job->done.set_value();
+    } catch (...) {
+      job->done.set_exception(std::current_exception());
+    }
+  }
+}
+
 void Engine::Impl::run() {
   while (step()) {
   }
+  do_exports();
+  {
+    std::lock_guard lk(mu);
+    stopped = true;
+  }
+  do_exports();  // any asked for meanwhile fail cleanly
   publish_pool();
 }
 
@@ -275,7 +361,13 @@ bool Engine::Impl::step() {
   std::vector<Req> ended_cancelled, ended_running;
   {
     std::unique_lock lk(mu);
-    cv.wait(lk, [&] { return stopping || !cancels.empty() || !waiting.empty() || !running.empty(); });
+    cv.wait(lk, [&] {
+      return stopping || !cancels.empty() || !exports.empty() || !waiting.empty() || !running.empty();
+    });
+  }
+  do_exports();
+  {
+    std::unique_lock lk(mu);
     const bool cancel_all = stopping && !drain;
     // Cancellations first: their cache is gone before this step runs.
     for (auto it = waiting.begin(); it != waiting.end();)

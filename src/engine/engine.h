@@ -97,6 +97,15 @@ class Engine {
   // cancel them. Returns when the engine thread has stopped.
   void shutdown(bool drain);
 
+  // Writes the request's full state (every cache kind, position, tokens, sampler and stop
+  // state) to `path`, taken between two steps; the request goes on. Blocks until written;
+  // must not be called from an event callback. Throws strata::Error for an unknown id.
+  void export_request(uint64_t request_id, const std::string& path);
+  // Queues a request restored from export_request's file (this process or another, same
+  // model): it continues exactly as the exported one would have. Returns its id (the
+  // exported id unless that one is in use here). Throws strata::Error for a bad file.
+  uint64_t import_request(const std::string& path, EventCallback on_event);
+
   const dsv4::Model& model() const;
   const Tokenizer& tokenizer() const;
   int64_t max_context() const;

@@ -1,6 +1,7 @@
 #include "engine/request_state.h"
 
 #include <limits>
+#include <nlohmann/json.hpp>
 
 namespace strata::engine {
 
@@ -15,6 +16,39 @@ RequestState::RequestState(uint64_t id_, int64_t arrival_, std::vector<int32_t> 
       decoder(tok, /*skip_special=*/true),
       on_event(std::move(cb)),
       submitted(clock::now()) {}
+
+RequestState::RequestState(uint64_t id_, int64_t arrival_, RequestSnapshot snap, const Tokenizer& tok, EventCallback cb)
+    : id(id_),
+      arrival(arrival_),
+      prompt_tokens(snap.prompt_tokens),
+      tokens(std::move(snap.tokens)),
+      sampler(Sampler::from_bytes(snap.sampler)),
+      stops(StopMatcher::from_json(nlohmann::json::from_cbor(snap.stops))),
+      decoder(tok, /*skip_special=*/true),
+      on_event(std::move(cb)),
+      submitted(clock::now()),
+      last_token(submitted),
+      cached_prompt_tokens(snap.cached_prompt_tokens) {
+  for (int64_t i = prompt_tokens; i < int64_t(tokens.size()); ++i) decoder.push(tokens[size_t(i)]);
+  first_token_done = generated() > 0;
+  if (snap.has_state) {
+    state = std::move(snap.state);
+    computed_high = state->pos;
+  }
+}
+
+RequestSnapshot RequestState::snapshot() const {
+  RequestSnapshot s;
+  s.id = id;
+  s.tokens = tokens;
+  s.prompt_tokens = prompt_tokens;
+  s.cached_prompt_tokens = cached_prompt_tokens;
+  s.has_state = state.has_value();
+  if (state) s.state = *state;
+  s.sampler = sampler.to_bytes();
+  s.stops = nlohmann::json::to_cbor(stops.to_json());
+  return s;
+}
 
 Event RequestState::on_logits(std::vector<float>& logits, int32_t tok_vocab, SamplingScratch& scratch) {
   const int32_t vocab = sampler.vocab_size();

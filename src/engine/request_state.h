@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/request_snapshot.h"
 #include "engine/sampler.h"
 #include "engine/stop_matcher.h"
 #include "models/deepseek_v4/state.h"
@@ -21,6 +22,11 @@ struct RequestState {
 
   RequestState(uint64_t id, int64_t arrival, std::vector<int32_t> prompt, const SamplingParams& params,
                int32_t model_vocab, std::vector<int32_t> eos, const Tokenizer& tok, EventCallback cb);
+
+  // Restored from a snapshot: the decoder is rebuilt by replaying the generated tokens (its
+  // held-back bytes depend only on them); sampler and stop matcher continue where they were.
+  RequestState(uint64_t id, int64_t arrival, RequestSnapshot snap, const Tokenizer& tok, EventCallback cb);
+  RequestSnapshot snapshot() const;
 
   uint64_t id;
   int64_t arrival;                 // submit order: the queue's and the scheduler's fairness key

@@ -7,12 +7,15 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <map>
 #include <mutex>
 #include <thread>
 
 #include "core/error.h"
+#include "engine/request_snapshot.h"
 #include "engine/generation.h"
 #include "kernels/parallel.h"
 #include "models/deepseek_v4/cache_layout.h"
@@ -38,6 +41,7 @@ Shared& shared() {
 
 struct Outcome {
   std::vector<int32_t> tokens;
+  std::vector<std::string> texts;  // per event
   std::string text;
   FinishReason finish = FinishReason::none;
   bool cancelled = false, done = false;
@@ -73,6 +77,7 @@ struct Collector {
       auto& o = out[e.request_id];
       ASSERT_FALSE(o.done) << "event after the last one";
       if (e.kind == EventKind::token) o.tokens.push_back(e.token);
+      o.texts.push_back(e.text);
       o.text += e.text;
       const bool last = e.finish != FinishReason::none || e.cancelled || !e.error.empty();
       if (last) {
@@ -411,6 +416,81 @@ TEST(Engine, ShutdownWithoutDrainCancels) {
     EXPECT_TRUE(o.done);
     EXPECT_TRUE(o.cancelled);
   }
+}
+
+}  // namespace
+}  // namespace strata::engine
+
+namespace strata::engine {
+namespace {
+
+// Export mid-generation, cancel, import into a fresh engine: the first engine's tokens up to
+// the snapshot followed by the restored request's tokens equal generate() alone.
+TEST(Engine, ExportImportContinuesIdentically) {
+  auto& s = shared();
+  Request r;
+  r.id = 4242;
+  for (int t = 0; t < 150; ++t) r.prompt.push_back(int32_t(3000 + 13 * t));
+  r.sampling.temperature = 0.9;
+  r.sampling.top_p = 0.9;
+  r.sampling.presence_penalty = 0.5;
+  r.sampling.ignore_eos = true;
+  r.sampling.max_tokens = 24;
+  r.sampling.stop = {"zzzz-never"};
+  const Outcome expect = run_alone(r);
+  ASSERT_EQ(expect.tokens.size(), 24u);
+
+  const std::string path = std::filesystem::temp_directory_path() / ("strata_snapshot_" + std::to_string(::getpid()));
+  EngineOptions opt;
+  opt.max_context = 512;
+  Collector first;
+  std::promise<void> some;
+  std::atomic<int> n{0};
+  auto inner = first.callback();
+  {
+    Engine eng(s.model, s.tok, opt);
+    eng.submit(r, [&](const Event& e) {
+      inner(e);
+      if (++n == 5) some.set_value();
+    });
+    some.get_future().wait();
+    eng.export_request(r.id, path);
+    eng.cancel(r.id);
+    first.wait_all(1);
+    EXPECT_THROW(eng.export_request(r.id, path + ".x"), Error);  // finished
+  }
+  RequestSnapshot snap = read_snapshot(path);
+  const size_t k = snap.tokens.size() - r.prompt.size();
+  ASSERT_GE(k, 5u);
+  ASSERT_LT(k, 24u);
+  EXPECT_TRUE(snap.has_state);
+  EXPECT_EQ(snap.state.pos + 1, int64_t(snap.tokens.size()));  // the last sampled token is not yet in the cache
+
+  Collector second;
+  {
+    kernels::set_num_threads(1);
+    Engine eng(s.model, s.tok, opt);
+    EXPECT_EQ(eng.import_request(path, second.callback()), r.id);
+    second.wait_all(1);
+    kernels::set_num_threads(0);
+  }
+  const Outcome& a = first.out[r.id];
+  const Outcome& b = second.out[r.id];
+  std::vector<int32_t> tokens(a.tokens.begin(), a.tokens.begin() + long(k));
+  tokens.insert(tokens.end(), b.tokens.begin(), b.tokens.end());
+  EXPECT_EQ(tokens, expect.tokens);
+  std::string text;
+  for (size_t i = 0; i < k; ++i) text += a.texts[i];
+  EXPECT_EQ(text + b.text, expect.text);
+  EXPECT_EQ(b.finish, FinishReason::length);
+  EXPECT_EQ(b.generated_tokens, 24);
+  EXPECT_EQ(b.prompt_tokens, 150);
+
+  { std::ofstream(path + ".bad") << "not a snapshot"; }
+  Engine eng(s.model, s.tok, opt);
+  EXPECT_THROW(eng.import_request(path + ".bad", second.callback()), Error);
+  std::filesystem::remove(path);
+  std::filesystem::remove(path + ".bad");
 }
 
 }  // namespace
