@@ -1,0 +1,131 @@
+#include "cache/pool.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace strata::cache {
+
+namespace {
+constexpr int64_t kAlign = 64;  // a cache line: every spec's data starts on one
+int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+}  // namespace
+
+CachePool::CachePool(CacheLayout layout, int64_t capacity_bytes, bool populate) : layout_(std::move(layout)) {
+  if (capacity_bytes <= 0) throw Error("cache pool: the capacity must be positive");
+  // Offsets: growing specs inside a block, fixed specs inside a slot, in layout order.
+  int64_t block_off = 0, slot_off = 0;
+  for (const auto& s : layout_.specs) {
+    if (kind_grows(s.kind)) {
+      offsets_.push_back(block_off);
+      block_off = align_up(block_off + s.block_bytes(layout_.block_tokens), kAlign);
+    } else {
+      offsets_.push_back(slot_off);
+      slot_off = align_up(slot_off + s.fixed_bytes(), kAlign);
+    }
+  }
+  block_stride_ = std::max<int64_t>(block_off, kAlign);
+  slot_stride_ = std::max<int64_t>(slot_off, kAlign);
+  capacity_ = align_up(capacity_bytes, kAlign);
+  void* p = ::mmap(nullptr, size_t(capacity_), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED)
+    throw Error("cache pool: cannot map " + std::to_string(capacity_) + " bytes: " + std::strerror(errno));
+  base_ = static_cast<uint8_t*>(p);
+#ifdef MADV_HUGEPAGE
+  ::madvise(base_, size_t(capacity_), MADV_HUGEPAGE);  // a hint: fewer TLB misses when granted
+#endif
+  if (populate)
+    for (int64_t off = 0; off < capacity_; off += 4096) base_[off] = 0;
+}
+
+CachePool::~CachePool() {
+  if (base_) ::munmap(base_, size_t(capacity_));
+}
+
+int32_t CachePool::take_block() {
+  int32_t b;
+  if (!free_blocks_.empty()) {
+    b = free_blocks_.back();
+    free_blocks_.pop_back();
+  } else {
+    b = block_top_++;
+    refs_.resize(size_t(block_top_), 0);
+  }
+  refs_[size_t(b)] = 1;
+  ++blocks_used_;
+  return b;
+}
+
+int32_t CachePool::take_slot() {
+  ++slots_used_;
+  if (!free_slots_.empty()) {
+    int32_t s = free_slots_.back();
+    free_slots_.pop_back();
+    return s;
+  }
+  return slot_top_++;
+}
+
+bool CachePool::can_reserve(const PoolSeq& s, int64_t context) const {
+  const int64_t want = layout_.blocks_for(context) - int64_t(s.blocks.size());
+  const int64_t new_blocks = std::max<int64_t>(0, want - int64_t(free_blocks_.size()));
+  const int64_t new_slots = s.slot < 0 && free_slots_.empty() ? 1 : 0;
+  return (block_top_ + new_blocks) * block_stride_ + (slot_top_ + new_slots) * slot_stride_ <= capacity_;
+}
+
+bool CachePool::reserve(PoolSeq& s, int64_t context) {
+  if (!can_reserve(s, context)) return false;
+  if (s.slot < 0) s.slot = take_slot();
+  while (int64_t(s.blocks.size()) < layout_.blocks_for(context)) s.blocks.push_back(take_block());
+  return true;
+}
+
+void CachePool::release(PoolSeq& s) {
+  for (int32_t b : s.blocks)
+    if (--refs_[size_t(b)] == 0) {
+      free_blocks_.push_back(b);
+      --blocks_used_;
+    }
+  s.blocks.clear();
+  if (s.slot >= 0) {
+    free_slots_.push_back(s.slot);
+    --slots_used_;
+    s.slot = -1;
+  }
+  // Give the ends back when they are free, so the other kind can grow into them.
+  auto trim = [](std::vector<int32_t>& free, int32_t& top) {
+    bool again = true;
+    while (again && top > 0) {
+      again = false;
+      for (size_t i = 0; i < free.size(); ++i)
+        if (free[i] == top - 1) {
+          free[i] = free.back();
+          free.pop_back();
+          --top;
+          again = true;
+          break;
+        }
+    }
+  };
+  trim(free_blocks_, block_top_);
+  refs_.resize(size_t(block_top_));
+  trim(free_slots_, slot_top_);
+}
+
+std::vector<std::pair<std::string, int64_t>> CachePool::bytes_by_kind() const {
+  std::vector<std::pair<std::string, int64_t>> out;
+  for (const auto& s : layout_.specs) {
+    const int64_t b = kind_grows(s.kind) ? blocks_used_ * s.block_bytes(layout_.block_tokens) : slots_used_ * s.fixed_bytes();
+    bool found = false;
+    for (auto& [k, v] : out)
+      if (k == kind_name(s.kind)) v += b, found = true;
+    if (!found) out.emplace_back(kind_name(s.kind), b);
+  }
+  return out;
+}
+
+}  // namespace strata::cache

@@ -1,0 +1,83 @@
+// One memory pool for every cache kind: a single mapping carved into 128-token blocks for the
+// growing kinds (compressed entries, indexer keys, full-attention KV) and fixed-size slots for
+// per-request state (window ring, compressor partial state, linear-attention state).
+//
+// Layout: blocks are taken from the bottom of the arena, slots from the top, each with its own
+// free list, so neither kind fragments the other; they meet in the middle. A block holds every
+// growing spec's entries for block_tokens tokens, a slot every fixed spec's state, each spec at
+// a fixed 64-byte-aligned offset (spec_offset), in the storage formats of the layout. Blocks are
+// reference-counted so that a prefix can be shared between requests.
+//
+// Accounting is the layout's: a request with a slot and blocks_for(n) blocks holds exactly
+// layout.bytes_for(n) bytes (bytes_in_use); the alignment padding is reported apart.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cache/cache_spec.h"
+
+namespace strata::cache {
+
+// A request's share of the pool: its slot and its block table (block i covers tokens
+// [i·block_tokens, (i+1)·block_tokens)).
+struct PoolSeq {
+  int32_t slot = -1;
+  std::vector<int32_t> blocks;
+};
+
+class CachePool {
+ public:
+  // Maps `capacity_bytes` (MADV_HUGEPAGE); populate = touch every page now, so that serving
+  // never takes a page fault and a too-large pool fails at start rather than under load.
+  CachePool(CacheLayout layout, int64_t capacity_bytes, bool populate = false);
+  ~CachePool();
+  CachePool(const CachePool&) = delete;
+  CachePool& operator=(const CachePool&) = delete;
+
+  const CacheLayout& layout() const { return layout_; }
+  int64_t capacity() const { return capacity_; }
+
+  // Gives s a slot (if it has none) and blocks up to blocks_for(context); on failure nothing
+  // changes and false is returned (the caller preempts).
+  bool reserve(PoolSeq& s, int64_t context);
+  // Whether reserve(s, context) would succeed.
+  bool can_reserve(const PoolSeq& s, int64_t context) const;
+  // Returns s's slot and drops its references to its blocks.
+  void release(PoolSeq& s);
+  // Another reference to a block (a shared prefix); release() drops it.
+  void retain(int32_t block) { ++refs_[size_t(block)]; }
+  int32_t refs(int32_t block) const { return refs_[size_t(block)]; }
+
+  // Bytes held, with the layout's figures: slots × fixed_bytes + blocks × block_bytes.
+  int64_t bytes_in_use() const { return slots_used_ * layout_.fixed_bytes() + blocks_used_ * layout_.block_bytes(); }
+  int64_t blocks_in_use() const { return blocks_used_; }
+  int64_t slots_in_use() const { return slots_used_; }
+  // Bytes in use by cache kind (kind_name), every kind of the layout listed.
+  std::vector<std::pair<std::string, int64_t>> bytes_by_kind() const;
+
+  // Where spec i of the layout lives inside a block or a slot.
+  int64_t spec_offset(size_t spec) const { return offsets_[spec]; }
+  uint8_t* block_data(int32_t block) { return base_ + int64_t(block) * block_stride_; }
+  uint8_t* slot_data(int32_t slot) { return base_ + capacity_ - int64_t(slot + 1) * slot_stride_; }
+  int64_t block_stride() const { return block_stride_; }  // block_bytes + alignment padding
+  int64_t slot_stride() const { return slot_stride_; }
+
+ private:
+  int32_t take_block();
+  int32_t take_slot();
+
+  CacheLayout layout_;
+  int64_t capacity_ = 0, block_stride_ = 0, slot_stride_ = 0;
+  uint8_t* base_ = nullptr;
+  std::vector<int64_t> offsets_;
+  // Bottom: blocks [0, block_top_); top: slots [0, slot_top_) counted downwards.
+  int32_t block_top_ = 0, slot_top_ = 0;
+  std::vector<int32_t> free_blocks_, free_slots_;
+  std::vector<int32_t> refs_;
+  int64_t blocks_used_ = 0, slots_used_ = 0;
+};
+
+}  // namespace strata::cache

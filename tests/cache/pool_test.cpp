@@ -1,0 +1,111 @@
+// CachePool: slots and blocks from one mapping, the layout's byte figures, reuse, sharing and
+// the two ends meeting.
+#include "cache/pool.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+namespace strata::cache {
+namespace {
+
+CacheLayout small_layout() {
+  CacheLayout l;
+  l.block_tokens = 128;
+  l.specs = {{CacheKind::sliding_window, 0, 584, 128, 1, "584 B"},
+             {CacheKind::compressed, 1, 584, 0, 4, "584 B"},
+             {CacheKind::indexer_keys, 1, 68, 0, 4, "68 B"},
+             {CacheKind::compressor_state, 1, 4096, 1, 1, "fp32"},
+             {CacheKind::compressed, 2, 584, 0, 128, "584 B"}};
+  return l;
+}
+
+TEST(CachePool, RequestHoldsTheLedgersBytes) {
+  const auto l = small_layout();
+  CachePool pool(l, 64 << 20);
+  PoolSeq s;
+  for (int64_t n : {1, 127, 128, 129, 1000}) {
+    ASSERT_TRUE(pool.reserve(s, n));
+    EXPECT_EQ(pool.bytes_in_use(), l.bytes_for(n)) << n;
+    EXPECT_EQ(int64_t(s.blocks.size()), l.blocks_for(n));
+  }
+  int64_t sum = 0;
+  for (auto& [k, b] : pool.bytes_by_kind()) sum += b;
+  EXPECT_EQ(sum, l.bytes_for(1000));
+  pool.release(s);
+  EXPECT_EQ(pool.bytes_in_use(), 0);
+  EXPECT_EQ(s.slot, -1);
+}
+
+TEST(CachePool, SpecsDoNotOverlapAndMemoryIsWritable) {
+  const auto l = small_layout();
+  CachePool pool(l, 8 << 20, /*populate=*/true);
+  PoolSeq a, b;
+  ASSERT_TRUE(pool.reserve(a, 300));
+  ASSERT_TRUE(pool.reserve(b, 300));
+  // Fill a's memory with 1s and b's with 2s, spec by spec, then check nothing was overwritten.
+  auto fill = [&](PoolSeq& s, uint8_t v) {
+    for (size_t i = 0; i < l.specs.size(); ++i) {
+      const auto& sp = l.specs[i];
+      if (kind_grows(sp.kind))
+        for (int32_t blk : s.blocks) std::memset(pool.block_data(blk) + pool.spec_offset(i), v, size_t(sp.block_bytes(128)));
+      else
+        std::memset(pool.slot_data(s.slot) + pool.spec_offset(i), v, size_t(sp.fixed_bytes()));
+    }
+  };
+  auto check = [&](PoolSeq& s, uint8_t v) {
+    for (size_t i = 0; i < l.specs.size(); ++i) {
+      const auto& sp = l.specs[i];
+      const uint8_t* p = kind_grows(sp.kind) ? pool.block_data(s.blocks.back()) : pool.slot_data(s.slot);
+      const int64_t n = kind_grows(sp.kind) ? sp.block_bytes(128) : sp.fixed_bytes();
+      for (int64_t k = 0; k < n; ++k) ASSERT_EQ(p[pool.spec_offset(i) + k], v);
+    }
+  };
+  fill(a, 1);
+  fill(b, 2);
+  check(a, 1);
+  check(b, 2);
+}
+
+TEST(CachePool, FullPoolRefusesAndFreedSpaceIsReused) {
+  const auto l = small_layout();
+  // Room for exactly two requests of one block each.
+  CachePool probe(l, 1 << 20);
+  const int64_t cap = 2 * (probe.block_stride() + probe.slot_stride());
+  CachePool pool(l, cap);
+  PoolSeq a, b, c;
+  ASSERT_TRUE(pool.reserve(a, 10));
+  ASSERT_TRUE(pool.reserve(b, 10));
+  EXPECT_FALSE(pool.can_reserve(c, 10));
+  EXPECT_FALSE(pool.reserve(c, 10));
+  EXPECT_EQ(c.slot, -1);
+  EXPECT_TRUE(c.blocks.empty());
+  EXPECT_FALSE(pool.reserve(a, 200));  // growth fails too, and leaves a as it was
+  EXPECT_EQ(a.blocks.size(), 1u);
+  pool.release(b);
+  ASSERT_TRUE(pool.reserve(c, 10));
+  pool.release(a);
+  pool.release(c);
+  // Everything free: the ends are back, so one request may take all blocks.
+  PoolSeq big;
+  EXPECT_TRUE(pool.reserve(big, 128 * ((cap - pool.slot_stride()) / pool.block_stride())));
+}
+
+TEST(CachePool, SharedBlocksAreReferenceCounted) {
+  CachePool pool(small_layout(), 4 << 20);
+  PoolSeq a;
+  ASSERT_TRUE(pool.reserve(a, 256));
+  PoolSeq b;
+  b.blocks = a.blocks;  // b shares a's prefix
+  for (int32_t blk : b.blocks) pool.retain(blk);
+  ASSERT_TRUE(pool.reserve(b, 300));
+  EXPECT_EQ(pool.blocks_in_use(), 3);
+  EXPECT_EQ(pool.refs(a.blocks[0]), 2);
+  pool.release(a);
+  EXPECT_EQ(pool.blocks_in_use(), 3);  // still referenced by b
+  pool.release(b);
+  EXPECT_EQ(pool.blocks_in_use(), 0);
+}
+
+}  // namespace
+}  // namespace strata::cache
