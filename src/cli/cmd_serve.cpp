@@ -1,0 +1,131 @@
+// `strata serve --model DIR`: the OpenAI-compatible HTTP server (src/server) over the batching
+// engine. SIGINT / SIGTERM shut down gracefully: new requests get 503, in-flight ones finish
+// (up to --shutdown-timeout, then they are cancelled), then the process exits 0. A second
+// signal cancels at once.
+#include <csignal>
+#include <pthread.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "engine/engine.h"
+#include "models/deepseek_v4/model.h"
+#include "server/server.h"
+#include "text/tokenizer.h"
+
+namespace strata::cli {
+namespace {
+
+struct ServeOpts {
+  std::string model, model_name, host = "127.0.0.1", api_key;
+  int port = 8080, max_running = 16, http_threads = 0, threads = 0;
+  size_t max_queue = 256, max_body_bytes = 8u << 20;
+  int64_t max_context = 0, pool_bytes = 0;
+  double shutdown_timeout = 30;
+};
+
+class EngineBackend final : public server::Backend {
+ public:
+  explicit EngineBackend(engine::Engine& e) : e_(e) {}
+  uint64_t submit(engine::Request r, engine::EventCallback cb) override { return e_.submit(std::move(r), std::move(cb)); }
+  void cancel(uint64_t id) override { e_.cancel(id); }
+  engine::EngineMetrics metrics() override { return e_.metrics(); }
+
+ private:
+  engine::Engine& e_;
+};
+
+void run_serve(const ServeOpts& o) {
+  // Signals are taken by one thread (sigtimedwait below); every thread started from here on
+  // inherits the mask. A client that disconnects must not kill the process with SIGPIPE.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  std::shared_ptr<dsv4::Model> model = dsv4::Model::load(o.model);
+  auto tok = std::make_shared<const Tokenizer>(Tokenizer::load(o.model));
+  engine::EngineOptions eo;
+  eo.max_running = o.max_running;
+  eo.max_queue = o.max_queue;
+  eo.max_context = o.max_context;
+  eo.pool_bytes = o.pool_bytes;
+  eo.threads = o.threads;
+  engine::Engine eng(model, tok, eo);
+  EngineBackend backend(eng);
+
+  server::ServerOptions so;
+  so.host = o.host;
+  so.port = o.port;
+  so.api_key = o.api_key;
+  so.max_body_bytes = o.max_body_bytes;
+  // One handler thread per request the engine can hold, plus room for /metrics and /health.
+  so.http_threads = o.http_threads > 0 ? o.http_threads : int(std::min<size_t>(o.max_queue + size_t(o.max_running), 1024)) + 8;
+  so.model.id = o.model_name.empty() ? std::filesystem::path(o.model).filename().string() : o.model_name;
+  if (so.model.id.empty()) so.model.id = std::filesystem::path(o.model).parent_path().filename().string();
+  so.model.tokenizer = tok.get();
+  so.model.max_context = eng.max_context();
+  so.model.vocab_size = std::min<int32_t>(tok->vocab_size(), int32_t(model->config().vocab_size));
+  server::Server srv(backend, so);
+  const int port = srv.bind();
+  std::fprintf(stderr, "strata serve: model %s, listening on http://%s:%d\n", so.model.id.c_str(), o.host.c_str(), port);
+
+  std::atomic<bool> served{false};
+  std::thread watcher([&] {
+    const timespec tick{0, 100'000'000};
+    auto next_signal = [&] { return sigtimedwait(&sigs, nullptr, &tick) > 0; };
+    while (!served && !next_signal()) {
+    }
+    if (served) return;
+    std::fprintf(stderr, "strata serve: shutting down (%d requests in flight)\n", srv.active_requests());
+    srv.begin_shutdown();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(o.shutdown_timeout);
+    bool cancelled = false;
+    while (srv.active_requests() > 0) {
+      if (!cancelled && (next_signal() || std::chrono::steady_clock::now() > deadline)) {
+        std::fprintf(stderr, "strata serve: cancelling %d requests\n", srv.active_requests());
+        eng.shutdown(/*drain=*/false);
+        cancelled = true;
+      } else if (cancelled) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    }
+    srv.stop();
+  });
+  srv.serve();
+  served = true;
+  watcher.join();
+  eng.shutdown(/*drain=*/false);
+  std::fprintf(stderr, "strata serve: stopped\n");
+}
+
+AutoRegister reg([](CLI::App& app) {
+  auto o = std::make_shared<ServeOpts>();
+  auto* c = app.add_subcommand("serve", "OpenAI-compatible HTTP server (chat, completions, models, metrics)");
+  c->add_option("--model", o->model, "model directory")->required();
+  c->add_option("--model-name", o->model_name, "model id clients use (default: the directory name)");
+  c->add_option("--host", o->host, "address to listen on")->capture_default_str();
+  c->add_option("--port", o->port, "port to listen on; 0 = any free port (printed on stderr)")->capture_default_str();
+  c->add_option("--api-key", o->api_key, "require 'Authorization: Bearer KEY' on every route but /health");
+  c->add_option("--max-queue", o->max_queue, "waiting requests before 429")->capture_default_str();
+  c->add_option("--max-running", o->max_running, "requests decoding at once")->capture_default_str();
+  c->add_option("--max-body-bytes", o->max_body_bytes, "larger request bodies get 413")->capture_default_str();
+  c->add_option("--max-context", o->max_context, "tokens per request, prompt + output (0 = the model's)");
+  c->add_option("--pool-bytes", o->pool_bytes, "cache memory pool (0 = enough for max-running at max-context)");
+  c->add_option("--threads", o->threads, "engine compute threads (0 = all cores)");
+  c->add_option("--http-threads", o->http_threads, "HTTP handler threads (0 = max-queue + max-running + 8)");
+  c->add_option("--shutdown-timeout", o->shutdown_timeout, "seconds to let requests finish after SIGINT/SIGTERM")
+      ->capture_default_str();
+  c->callback([o] { run_serve(*o); });
+});
+
+}  // namespace
+}  // namespace strata::cli
