@@ -16,6 +16,7 @@
 #include <unordered_set>
 
 #include "cache/cache_spec.h"
+#include "cache/pool.h"
 #include "core/error.h"
 #include "engine/prefix_cache.h"
 #include "engine/request_state.h"
@@ -60,7 +61,15 @@ struct Engine::Impl {
   std::optional<PrefixCache> prefix;  // engine thread only
   SamplingScratch scratch;
 
-  int64_t bytes_for(int64_t context) const { return layout.bytes_for(context); }
+  std::unique_ptr<cache::CachePool> pool;  // engine thread only (its figures are published under mu)
+  // What a request at this context costs the pool: its slot and blocks with their alignment.
+  int64_t bytes_for(int64_t context) const {
+    return pool->slot_stride() + layout.blocks_for(context) * pool->block_stride();
+  }
+  void free_cache(RequestState& r) {
+    r.state.reset();
+    pool->release(r.pool);
+  }
   void run();
   bool step();
   void finish(Req& r, Event ev, bool was_running);
@@ -96,7 +105,10 @@ Engine::Engine(std::shared_ptr<dsv4::Model> model, std::shared_ptr<const Tokeniz
                                           : I.model->max_positions();
   if (I.opt.max_running < 1) throw Error("engine: max_running must be at least 1");
   if (I.opt.max_batch_tokens < 1) throw Error("engine: max_batch_tokens must be at least 1");
-  I.pool_budget = options.pool_bytes > 0 ? options.pool_bytes : I.opt.max_running * I.bytes_for(I.max_context);
+  I.pool_budget = options.pool_bytes > 0 ? options.pool_bytes
+                                         : I.opt.max_running * (I.layout.fixed_bytes() + 64 * int64_t(I.layout.specs.size()) +
+                                                                I.layout.blocks_for(I.max_context) * (I.layout.block_bytes() + 64 * int64_t(I.layout.specs.size())));
+  I.pool = std::make_unique<cache::CachePool>(I.layout, I.pool_budget);
   if (cfg.eos_token_id >= 0) I.eos.push_back(int32_t(cfg.eos_token_id));
   if (I.tok->eos_id() >= 0 && I.tok->eos_id() != cfg.eos_token_id) I.eos.push_back(I.tok->eos_id());
   if (options.threads > 0) kernels::set_num_threads(options.threads);
@@ -242,45 +254,25 @@ void Engine::Impl::finish(Req& r, Event ev, bool was_running) {
     else if (!ev.error.empty()) ++m.errored;
     else ++m.finished;
     if (was_running) --m.running;
-    if (r->state) {
-      const int64_t blocks = layout.blocks_for(r->context());
-      for (const auto& s : layout.specs)
-        for (auto& [k, v] : m.pool_bytes_by_kind)
-          if (k == cache::kind_name(s.kind))
-            v -= cache::kind_grows(s.kind) ? blocks * s.block_bytes(layout.block_tokens) : s.fixed_bytes();
-    }
+    free_cache(*r);
+    m.pool_bytes_by_kind = pool->bytes_by_kind();
   }
-  r->state.reset();
   deliver(*r, ev);
   r.reset();
 }
 
-// Cache bytes by kind for the requests that hold a state: the ledger's block-rounded figures.
+// Cache bytes by kind held in the pool: the ledger's block-rounded figures.
 void Engine::Impl::publish_pool() {
-  std::vector<std::pair<std::string, int64_t>> by_kind;
-  auto add = [&](const char* name, int64_t b) {
-    for (auto& [k, v] : by_kind)
-      if (k == name) return void(v += b);
-    by_kind.emplace_back(name, b);
-  };
-  for (const auto& s : layout.specs) add(cache::kind_name(s.kind), 0);
-  for (const auto& r : running) {
-    if (!r || !r->state) continue;
-    const int64_t blocks = layout.blocks_for(r->context());
-    for (const auto& s : layout.specs)
-      add(cache::kind_name(s.kind), cache::kind_grows(s.kind) ? blocks * s.block_bytes(layout.block_tokens) : s.fixed_bytes());
-  }
+  auto by_kind = pool->bytes_by_kind();
   std::lock_guard lk(mu);
   m.pool_bytes_by_kind = std::move(by_kind);
   m.running = int64_t(running.size());
   m.waiting = int64_t(waiting.size());
 }
 
+// Pool bytes taken by the running requests (alignment included).
 int64_t Engine::Impl::held_bytes() const {
-  int64_t b = 0;
-  for (const auto& r : running)
-    if (r && r->state) b += bytes_for(r->context());
-  return b;
+  return pool->slots_in_use() * pool->slot_stride() + pool->blocks_in_use() * pool->block_stride();
 }
 
 // A request (new, or preempted earlier) gets its state: from the longest prefix checkpoint
@@ -407,22 +399,42 @@ bool Engine::Impl::step() {
   std::vector<SchedSeq> seqs;
   for (auto& r : running) seqs.push_back({r->arrival, r->context(), r->pending()});
   StepPlan plan = plan_step(seqs, opt.max_batch_tokens, pool_budget, [this](int64_t c) { return bytes_for(c); });
-  // Prefix checkpoints are the first to go when the running requests need the bytes.
-  while (prefix && prefix->bytes() + plan.bytes > pool_budget && prefix->evict_one()) {
-  }
 
   // Preempt: free the cache now, recompute prompt + generated tokens when readmitted.
   if (!plan.preempt.empty()) {
     std::vector<Req> back;
     int64_t freed = 0;
     for (size_t i : plan.preempt) {  // newest first
-      freed += running[i]->state ? 1 : 0;  // one admitted this step and not yet run is merely put back
-      running[i]->state.reset();
+      freed += running[i]->computed_high > running[i]->cached_prompt_tokens ? 1 : 0;  // not merely put back
+      free_cache(*running[i]);
       back.push_back(std::move(running[i]));
     }
     std::lock_guard lk(mu);
     for (auto& r : back) waiting.push_front(std::move(r));
     m.preempted += freed;
+  }
+  // The pool is the authority: take every request's blocks for this step, oldest first; when
+  // the pool cannot (alignment, or slots and blocks meeting in the middle), preempt the newest.
+  for (size_t i = 0; i < running.size(); ++i) {
+    if (!running[i]) continue;
+    while (!pool->reserve(running[i]->pool, running[i]->context() + plan.chunk[i])) {
+      size_t v = running.size();
+      for (size_t j = running.size(); j-- > i + 1;)
+        if (running[j]) {
+          v = j;
+          break;
+        }
+      if (v == running.size()) break;
+      free_cache(*running[v]);
+      std::lock_guard lk(mu);
+      ++m.preempted;
+      waiting.push_front(std::move(running[v]));
+    }
+    if (!pool->reserve(running[i]->pool, running[i]->context() + plan.chunk[i]))
+      finish(running[i], running[i]->end_event(false, "out of cache memory"), true);
+  }
+  // Prefix checkpoints are the first to go when the running requests need the bytes.
+  while (prefix && prefix->bytes() + held_bytes() > pool_budget && prefix->evict_one()) {
   }
 
   const int32_t tok_vocab = tok->vocab_size();

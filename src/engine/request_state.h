@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "cache/pool.h"
 #include "engine/engine.h"
 #include "engine/request_snapshot.h"
 #include "engine/sampler.h"
@@ -33,6 +34,7 @@ struct RequestState {
   int64_t prompt_tokens;
   std::vector<int32_t> tokens;     // prompt, then every sampled token
   std::optional<dsv4::SequenceState> state;  // tokens[0 .. state->pos) are in the cache
+  cache::PoolSeq pool;             // its slot and blocks in the engine's pool (empty when state is)
   Sampler sampler;
   StopMatcher stops;
   StreamDecoder decoder;
