@@ -223,39 +223,53 @@ void Server::handle_completion(Endpoint ep, const httplib::Request& req, httplib
   res.set_chunked_content_provider(
       "text/event-stream",
       [ex, meta, include_usage, n](size_t, httplib::DataSink& sink) {
-        auto evs = ex->take(std::chrono::milliseconds(500));
-        std::string out;
-        for (auto& [c, e] : evs) {
-          auto& ch = ex->choices[c];
-          ChoiceDelta d = ch.add(e);
-          if (ch.finished()) ++ex->finished;
-          if (!ch.error().empty()) {
-            out += sse_event(ApiError(500, ch.error(), "server_error").to_json());
-            continue;
-          }
-          if (d.empty() && ex->started[c]) continue;
-          out += sse_event(chunk_json(meta, c, d, !ex->started[c], include_usage));
-          ex->started[c] = true;
-        }
-        if (ex->finished == ex->choices.size()) {
-          if (include_usage) {
-            int64_t prompt = 0, completion = 0, cached = 0;
-            for (size_t c = 0; c < ex->choices.size(); ++c) {
-              if (c % n == 0) prompt += ex->choices[c].prompt_tokens(), cached += ex->choices[c].cached_tokens();
-              completion += ex->choices[c].completion_tokens();
-            }
-            out += sse_event(usage_chunk_json(meta, usage_json(prompt, completion, cached)));
-          }
-          out += sse_done();
-          if (!sink.write(out.data(), out.size())) return false;
+        try {
+          return stream_step(*ex, meta, include_usage, n, sink);
+        } catch (const std::exception& e) {
+          // Nothing may escape into httplib's writer thread; the client gets an error event.
+          std::string out = sse_event(internal_error(e.what()).to_json()) + sse_done();
+          sink.write(out.data(), out.size());
           sink.done();
           return true;
         }
-        // Nothing new: an SSE comment, so that a client that has gone away is noticed.
-        if (out.empty()) out = ": keep-alive\n\n";
-        return sink.write(out.data(), out.size());
       },
       [release](bool success) { release(!success); });
+}
+
+// One turn of a stream: waits for events (at most 0.5 s), writes their chunks; at the end the
+// usage chunk and [DONE]. Returns false when the client has gone away.
+bool Server::stream_step(Exchange& x, const ResponseMeta& meta, bool include_usage, size_t n, httplib::DataSink& sink) {
+  auto evs = x.take(std::chrono::milliseconds(500));
+  std::string out;
+  for (auto& [c, e] : evs) {
+    auto& ch = x.choices[c];
+    ChoiceDelta d = ch.add(e);
+    if (ch.finished()) ++x.finished;
+    if (!ch.error().empty()) {
+      out += sse_event(ApiError(500, ch.error(), "server_error").to_json());
+      continue;
+    }
+    if (d.empty() && x.started[c]) continue;
+    out += sse_event(chunk_json(meta, c, d, !x.started[c], include_usage));
+    x.started[c] = true;
+  }
+  if (x.finished == x.choices.size()) {
+    if (include_usage) {
+      int64_t prompt = 0, completion = 0, cached = 0;
+      for (size_t c = 0; c < x.choices.size(); ++c) {
+        if (c % n == 0) prompt += x.choices[c].prompt_tokens(), cached += x.choices[c].cached_tokens();
+        completion += x.choices[c].completion_tokens();
+      }
+      out += sse_event(usage_chunk_json(meta, usage_json(prompt, completion, cached)));
+    }
+    out += sse_done();
+    if (!sink.write(out.data(), out.size())) return false;
+    sink.done();
+    return true;
+  }
+  // Nothing new: an SSE comment, so that a client that has gone away is noticed.
+  if (out.empty()) out = ": keep-alive\n\n";
+  return sink.write(out.data(), out.size());
 }
 
 }  // namespace strata::server

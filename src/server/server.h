@@ -17,11 +17,14 @@
 
 namespace httplib {
 class Server;
+class DataSink;
 struct Request;
 struct Response;
 }  // namespace httplib
 
 namespace strata::server {
+
+struct ResponseMeta;
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
@@ -53,6 +56,8 @@ class Server {
   struct Exchange;
   void install_routes();
   void handle_completion(Endpoint ep, const httplib::Request& req, httplib::Response& res);
+  static bool stream_step(Exchange& ex, const ResponseMeta& meta, bool include_usage, size_t n,
+                          httplib::DataSink& sink);
 
   Backend& backend_;
   ServerOptions opt_;
