@@ -49,7 +49,21 @@ void finish_window_entry(const AttentionWeights& w, const AttentionSpec& s, floa
 
 void attention_forward(const AttentionWeights& w, const AttentionSpec& s, LayerState& st, const float* x, int64_t rows,
                        int64_t pos0, float* out) {
+  attention_forward(w, s, {AttentionSegment{&st, pos0, rows}}, x, out);
+}
+
+void attention_forward(const AttentionWeights& w, const AttentionSpec& s, const std::vector<AttentionSegment>& segs,
+                       const float* x, float* out) {
   const int64_t d = s.dim, H = s.heads, hd = s.head_dim, rd = s.rope_dim, ql = s.q_lora_rank;
+  int64_t rows = 0;
+  for (const auto& g : segs) rows += g.rows;
+  vector<int64_t> pos_of(static_cast<size_t>(rows));
+  vector<LayerState*> st_of(static_cast<size_t>(rows));
+  {
+    int64_t r = 0;
+    for (const auto& g : segs)
+      for (int64_t k = 0; k < g.rows; ++k, ++r) pos_of[size_t(r)] = g.pos0 + k, st_of[size_t(r)] = g.state;
+  }
   // --- batched projections (each row independent) ---
   vector<float> qr(size_t(rows * ql)), q(size_t(rows * H * hd)), kv(size_t(rows * hd));
   kernels::linear(w.wq_a, x, rows, qr.data(), true);
@@ -59,8 +73,8 @@ void attention_forward(const AttentionWeights& w, const AttentionSpec& s, LayerS
   for (int64_t r = 0; r < rows; ++r) {
     float* qrow = q.data() + r * H * hd;
     rescale_heads(qrow, H, hd, s.norm_eps);
-    for (int64_t h = 0; h < H; ++h) s.rope->apply(qrow + h * hd + hd - rd, pos0 + r);
-    finish_window_entry(w, s, kv.data() + r * hd, pos0 + r);
+    for (int64_t h = 0; h < H; ++h) s.rope->apply(qrow + h * hd + hd - rd, pos_of[size_t(r)]);
+    finish_window_entry(w, s, kv.data() + r * hd, pos_of[size_t(r)]);
   }
   const int64_t cw = s.ratio == 4 ? 2 * hd : hd;
   vector<float> ckv, cscore, iq, iw, ikv, iscore;
@@ -75,7 +89,10 @@ void attention_forward(const AttentionWeights& w, const AttentionSpec& s, LayerS
     iw.resize(size_t(rows * is.heads));
     ikv.resize(size_t(rows * 2 * is.head_dim));
     iscore.resize(size_t(rows * 2 * is.head_dim));
-    indexer_queries(w.indexer, is, qr.data(), rows, pos0, iq.data());
+    for (int64_t r0 = 0; const auto& g : segs) {  // per sequence: its queries' RoPE positions
+      indexer_queries(w.indexer, is, qr.data() + r0 * ql, g.rows, g.pos0, iq.data() + r0 * is.heads * is.head_dim);
+      r0 += g.rows;
+    }
     indexer_weights(w.indexer, is, x, rows, iw.data());
     compressor_project(w.indexer.compressor, is.compressor, x, rows, ikv.data(), iscore.data());
   }
@@ -85,7 +102,8 @@ void attention_forward(const AttentionWeights& w, const AttentionSpec& s, LayerS
   vector<const float*> entries;
   const float scale = float(std::pow(double(hd), -0.5));
   for (int64_t r = 0; r < rows; ++r) {
-    const int64_t pos = pos0 + r;
+    const int64_t pos = pos_of[size_t(r)];
+    LayerState& st = *st_of[size_t(r)];
     std::copy_n(kv.data() + r * hd, hd, st.ring.data() + (pos % s.window) * hd);
     entries.clear();
     for (int64_t p = std::max<int64_t>(0, pos - s.window + 1); p <= pos; ++p) entries.push_back(st.window_entry(p));

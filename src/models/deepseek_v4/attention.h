@@ -9,6 +9,7 @@
 // selection order. Tokens of a chunk are attended one after another against the state as it
 // stood at that token, so a chunk gives the same bits as feeding its tokens one by one.
 #pragma once
+#include <vector>
 #include <cstdint>
 
 #include "kernels/rope.h"
@@ -33,6 +34,17 @@ void init_layer_state(const AttentionSpec& s, LayerState& st);
 // x: [rows, dim] (attn_norm output, bf16 values) for positions pos0.. ; out: [rows, dim].
 void attention_forward(const AttentionWeights& w, const AttentionSpec& s, LayerState& st, const float* x, int64_t rows,
                        int64_t pos0, float* out);
+
+// Several sequences' rows stacked (a batch): segment i is rows [sum of earlier rows, +rows) of
+// x, at positions pos0.. of its own state. The projections run once over all rows (each
+// output element is one canonical dot, so stacking changes no bit); attention runs per
+// sequence against its own state.
+struct AttentionSegment {
+  LayerState* state = nullptr;
+  int64_t pos0 = 0, rows = 0;
+};
+void attention_forward(const AttentionWeights& w, const AttentionSpec& s, const std::vector<AttentionSegment>& segs,
+                       const float* x, float* out);
 
 // Pieces, exposed for tests: the per-head RMS rescale of q (bf16 arithmetic) and the window
 // entry of one token (after wkv).

@@ -96,6 +96,11 @@ void Model::check_ids(const int64_t* ids, int64_t n, int64_t pos0) const {
 
 void Model::run_block(const LayerWeights& lw, const AttentionSpec& as, const MoeSpec& ms, LayerState& ls, float* h,
                       const int64_t* ids, int64_t n, int64_t pos0) const {
+  run_block(lw, as, ms, {AttentionSegment{&ls, pos0, n}}, h, ids, n);
+}
+
+void Model::run_block(const LayerWeights& lw, const AttentionSpec& as, const MoeSpec& ms,
+                      const std::vector<AttentionSegment>& segs, float* h, const int64_t* ids, int64_t n) const {
   const int64_t d = cfg_.hidden_size, hc = cfg_.hc_mult;
   const float eps = float(cfg_.rms_norm_eps);
   vector<float> xin(size_t(n * d)), out(size_t(n * d)), post(size_t(n * hc)), comb(size_t(n * hc * hc));
@@ -103,7 +108,7 @@ void Model::run_block(const LayerWeights& lw, const AttentionSpec& as, const Moe
     hc_pre(lw.hc_attn, hc_, h + t * hc * d, xin.data() + t * d, post.data() + t * hc, comb.data() + t * hc * hc);
     kernels::rms_norm(xin.data() + t * d, lw.attn_norm, d, eps, xin.data() + t * d);
   }
-  attention_forward(lw.attn, as, ls, xin.data(), n, pos0, out.data());
+  attention_forward(lw.attn, as, segs, xin.data(), out.data());
   for (int64_t t = 0; t < n; ++t)
     hc_post(hc_, out.data() + t * d, post.data() + t * hc, comb.data() + t * hc * hc, h + t * hc * d);
   for (int64_t t = 0; t < n; ++t) {
@@ -128,6 +133,39 @@ vector<float> Model::run_main(SequenceState& st, const int64_t* ids, int64_t n) 
     run_block(w_.layers[L], attn_[L], moe_[L], st.layers[L], h.data(), ids, n, st.pos);
   st.pos += n;
   return h;
+}
+
+void Model::forward_batch(std::vector<BatchItem>& items) const {
+  int64_t n = 0;
+  for (const auto& it : items) {
+    if (!it.state || it.state->layers.size() != size_t(cfg_.num_hidden_layers))
+      throw Error("forward: sequence state does not belong to this model");
+    check_ids(it.ids, it.n, it.state->pos);
+    n += it.n;
+  }
+  for (size_t i = 0; i < items.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (items[i].state == items[j].state) throw Error("forward_batch: a sequence appears twice in one batch");
+  const int64_t d = cfg_.hidden_size, hc = cfg_.hc_mult;
+  vector<int64_t> ids;
+  ids.reserve(size_t(n));
+  for (const auto& it : items) ids.insert(ids.end(), it.ids, it.ids + it.n);
+  vector<float> h(size_t(n * hc * d));
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t j = 0; j < hc; ++j)
+      for (int64_t c = 0; c < d; ++c) h[size_t((t * hc + j) * d + c)] = bf16_to_f32(w_.embed[ids[size_t(t)] * d + c]);
+  std::vector<AttentionSegment> segs(items.size());
+  for (size_t L = 0; L < size_t(cfg_.num_hidden_layers); ++L) {
+    for (size_t i = 0; i < items.size(); ++i) segs[i] = {&items[i].state->layers[L], items[i].state->pos, items[i].n};
+    run_block(w_.layers[L], attn_[L], moe_[L], segs, h.data(), ids.data(), n);
+  }
+  const int64_t hcd = hc * d;
+  int64_t row = 0;
+  for (auto& it : items) {
+    it.state->pos += it.n;
+    row += it.n;
+    if (it.logits) it.out = logits_from_state(h.data() + (row - 1) * hcd);
+  }
 }
 
 void Model::advance(SequenceState& st, const int64_t* ids, int64_t n, vector<float>* hidden) const {

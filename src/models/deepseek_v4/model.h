@@ -51,6 +51,20 @@ class Model {
   }
   std::vector<float> decode(SequenceState& st, int64_t id) const { return forward(st, &id, 1); }
 
+  // Several sequences in one pass: every item's ids run at its state's position and advance
+  // it; the linear layers (attention projections, MoE, ...) see all items' rows at once, so
+  // each weight matrix is read once per call. Bitwise equal to forward()/advance() per item.
+  // Items with logits = true get the fp32 logits of their last token in `out`. The states
+  // must be distinct. On an error (bad ids, too long) no state is touched.
+  struct BatchItem {
+    SequenceState* state = nullptr;
+    const int64_t* ids = nullptr;
+    int64_t n = 0;
+    bool logits = false;
+    std::vector<float> out;
+  };
+  void forward_batch(std::vector<BatchItem>& items) const;
+
   // MTP block j (reference MTPBlock): hidden = main streams [n][hc][d] of the tokens at
   // positions st.mtp_pos[j].., next_ids[t] = the token that follows token t. Returns the fp32
   // logits of the last position (its prediction of the token after next_ids[n-1]).
@@ -74,6 +88,9 @@ class Model {
   // One Block on the streams h [n][hc][d] in place.
   void run_block(const LayerWeights& lw, const AttentionSpec& as, const MoeSpec& ms, LayerState& ls, float* h,
                  const int64_t* ids, int64_t n, int64_t pos0) const;
+  // The same over stacked sequences (segs: each one's layer state, position and rows).
+  void run_block(const LayerWeights& lw, const AttentionSpec& as, const MoeSpec& ms,
+                 const std::vector<AttentionSegment>& segs, float* h, const int64_t* ids, int64_t n) const;
   void check_ids(const int64_t* ids, int64_t n, int64_t pos0) const;
   // Runs the main layers; returns the final streams [n][hc][d].
   std::vector<float> run_main(SequenceState& st, const int64_t* ids, int64_t n) const;
