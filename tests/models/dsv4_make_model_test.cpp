@@ -160,3 +160,18 @@ TEST_F(MakeModel, ContradictingConfigIsReportedInFull) {
 
 }  // namespace
 }  // namespace strata::dsv4
+
+namespace strata::dsv4 {
+namespace {
+
+TEST_F(MakeModel, EveryTensorIsAlignedToItsElementSize) {
+  std::string dir = made("pro-tiny", 2, 0, "aligned");
+  auto ckpt = SafetensorsCheckpoint::open_dir(dir);
+  for (const TensorInfo* t : ckpt.all()) {
+    const uintptr_t addr = reinterpret_cast<uintptr_t>(ckpt.ref(*t).data);
+    EXPECT_EQ(addr % uintptr_t(dtype_size(t->dtype)), 0u) << t->name << " " << dtype_name(t->dtype);
+  }
+}
+
+}  // namespace
+}  // namespace strata::dsv4

@@ -303,6 +303,11 @@ void make_model(const MakeModelOptions& opt) {
     std::snprintf(fname, sizeof fname, "model-%05zu-of-%05zu.safetensors", s + 1, shards.size());
     SafetensorsWriter w((out / fname).string());
     w.set_metadata("format", "pt");
+    // Wider dtypes first (as the safetensors library orders them): every tensor then starts at
+    // an offset aligned to its element size, with no gaps, so readers may load in place. The
+    // sort is stable, so each quantized weight still comes right before its scale.
+    std::stable_sort(shards[s].begin(), shards[s].end(),
+                     [&](size_t a, size_t b) { return dtype_size(all[a].dtype) > dtype_size(all[b].dtype); });
     for (size_t i : shards[s]) {
       const ExpectedTensor* t = &all[i];
       weight_map[t->name] = fname;

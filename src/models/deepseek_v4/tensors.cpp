@@ -1,5 +1,6 @@
 #include "models/deepseek_v4/tensors.h"
 
+#include <cstring>
 #include <unordered_set>
 
 #include "core/error.h"
@@ -166,13 +167,17 @@ CheckReport check_checkpoint(const Config& c, const SafetensorsCheckpoint& ckpt)
       continue;
     }
     if (e.name.size() > 7 && e.name.compare(e.name.size() - 7, 7, "tid2eid") == 0) {
-      const int64_t* ids = ckpt.ref(*t).as<int64_t>();
-      for (int64_t i = 0, n = t->numel(); i < n; ++i)
-        if (ids[i] < 0 || ids[i] >= c.n_routed_experts) {
-          r.mismatched.push_back(e.name + ": entry " + std::to_string(i) + " = " + std::to_string(ids[i]) +
+      // safetensors data offsets need not be 8-aligned: read each entry with memcpy
+      const uint8_t* raw = ckpt.ref(*t).data;
+      for (int64_t i = 0, n = t->numel(); i < n; ++i) {
+        int64_t id;
+        std::memcpy(&id, raw + 8 * i, 8);
+        if (id < 0 || id >= c.n_routed_experts) {
+          r.mismatched.push_back(e.name + ": entry " + std::to_string(i) + " = " + std::to_string(id) +
                                  " is not an expert id in [0, " + std::to_string(c.n_routed_experts) + ")");
           break;
         }
+      }
     }
   }
   for (const TensorInfo* t : ckpt.all())
