@@ -76,7 +76,7 @@ struct Engine::Impl {
   void publish_pool();
   void do_exports();
   void start(RequestState& r);
-  void run_chunk(RequestState& r, int64_t n, std::vector<float>* logits);
+  void run_batched(std::vector<int64_t>& left, std::vector<std::vector<float>>& logits);
   int64_t held_bytes() const;
 };
 
@@ -290,21 +290,44 @@ void Engine::Impl::start(RequestState& r) {
   m.prefix_hit_tokens += hit;
 }
 
-// Runs the next n tokens of r, split at block boundaries when prefix caching is on so that
-// the state at each boundary is checkpointed (splitting never changes the results).
-void Engine::Impl::run_chunk(RequestState& r, int64_t n, std::vector<float>* logits) {
+// Runs left[i] tokens of every running request i in one forward_batch per round: each weight
+// matrix is read once per round for all requests. With prefix caching, chunks are split at
+// block boundaries (a round ends a piece there) so the state at each boundary can be
+// checkpointed; splitting never changes results. Requests whose chunk reaches their last
+// token get its logits. A failing round ends its requests with the error.
+void Engine::Impl::run_batched(std::vector<int64_t>& left, std::vector<std::vector<float>>& logits) {
   const int64_t bt = layout.block_tokens;
-  while (n > 0) {
-    const int64_t c0 = r.context();
-    const int64_t k = prefix ? std::min(n, (c0 / bt + 1) * bt - c0) : n;
-    std::vector<int64_t> ids(r.tokens.begin() + c0, r.tokens.begin() + c0 + k);
-    if (k == n && logits) *logits = model->forward(*r.state, ids.data(), k);
-    else model->advance(*r.state, ids.data(), k);
-    n -= k;
-    if (prefix && r.context() % bt == 0 && !prefix->contains(r.tokens, r.context())) {
-      prefix->insert(r.tokens, *r.state, bytes_for(r.context()));
-      const int64_t held = held_bytes();
-      while (prefix->bytes() + held > pool_budget && prefix->evict_one()) {
+  std::vector<std::vector<int64_t>> ids(running.size());
+  while (true) {
+    std::vector<dsv4::Model::BatchItem> items;
+    std::vector<size_t> who;
+    for (size_t i = 0; i < running.size(); ++i) {
+      if (!running[i] || left[i] == 0) continue;
+      RequestState& r = *running[i];
+      const int64_t c0 = r.context();
+      const int64_t k = prefix ? std::min(left[i], (c0 / bt + 1) * bt - c0) : left[i];
+      ids[i].assign(r.tokens.begin() + c0, r.tokens.begin() + c0 + k);
+      const bool last = k == left[i] && c0 + k == int64_t(r.tokens.size());
+      items.push_back({&*r.state, ids[i].data(), k, last, {}});
+      who.push_back(i);
+    }
+    if (items.empty()) return;
+    try {
+      model->forward_batch(items);
+    } catch (const std::exception& e) {
+      for (size_t i : who) finish(running[i], running[i]->end_event(false, e.what()), true), left[i] = 0;
+      continue;
+    }
+    for (size_t b = 0; b < who.size(); ++b) {
+      const size_t i = who[b];
+      RequestState& r = *running[i];
+      left[i] -= items[b].n;
+      if (items[b].logits) logits[i] = std::move(items[b].out);
+      if (prefix && r.context() % bt == 0 && !prefix->contains(r.tokens, r.context())) {
+        prefix->insert(r.tokens, *r.state, layout.bytes_for(r.context()));
+        const int64_t held = held_bytes();
+        while (prefix->bytes() + held > pool_budget && prefix->evict_one()) {
+        }
       }
     }
   }
@@ -440,36 +463,30 @@ bool Engine::Impl::step() {
   const int32_t tok_vocab = tok->vocab_size();
   int64_t generated = 0, recomputed = 0;
   std::vector<double> ttft, itl;
+  std::vector<int64_t> left(running.size(), 0);
+  std::vector<std::vector<float>> logits(running.size());
+  for (size_t i = 0; i < running.size(); ++i) {
+    if (!running[i] || plan.chunk[i] == 0) continue;
+    RequestState& r = *running[i];
+    const int64_t c0 = r.context(), n = plan.chunk[i];
+    // Tokens below the high-water mark were computed before a preemption: recomputed.
+    recomputed += std::max<int64_t>(0, std::min(c0 + n, r.computed_high) - c0);
+    r.computed_high = std::max(r.computed_high, c0 + n);
+    left[i] = n;
+  }
+  run_batched(left, logits);
   for (size_t i = 0; i < running.size(); ++i) {
     Req& r = running[i];
-    const int64_t n = plan.chunk[i];
-    if (!r || n == 0) continue;
-    try {
-      const int64_t c0 = r->context();
-      // Tokens below the high-water mark were computed before a preemption: recomputed.
-      recomputed += std::max<int64_t>(0, std::min(c0 + n, r->computed_high) - c0);
-      r->computed_high = std::max(r->computed_high, c0 + n);
-      if (c0 + n < int64_t(r->tokens.size())) {
-        run_chunk(*r, n, nullptr);
-        continue;
-      }
-      std::vector<float> logits;
-      run_chunk(*r, n, &logits);
-      Event ev = r->on_logits(logits, tok_vocab, scratch);
-      ++generated;
-      const auto now = RequestState::clock::now();
-      if (!r->first_token_done) ttft.push_back(std::chrono::duration<double>(now - r->submitted).count());
-      else itl.push_back(std::chrono::duration<double>(now - r->last_token).count());
-      r->first_token_done = true;
-      r->last_token = now;
-      if (ev.finish != FinishReason::none) {
-        finish(r, std::move(ev), true);
-      } else {
-        deliver(*r, ev);
-      }
-    } catch (const std::exception& e) {
-      finish(r, r->end_event(false, e.what()), true);
-    }
+    if (!r || plan.chunk[i] == 0 || r->context() < int64_t(r->tokens.size())) continue;
+    Event ev = r->on_logits(logits[i], tok_vocab, scratch);
+    ++generated;
+    const auto now = RequestState::clock::now();
+    if (!r->first_token_done) ttft.push_back(std::chrono::duration<double>(now - r->submitted).count());
+    else itl.push_back(std::chrono::duration<double>(now - r->last_token).count());
+    r->first_token_done = true;
+    r->last_token = now;
+    if (ev.finish != FinishReason::none) finish(r, std::move(ev), true);
+    else deliver(*r, ev);
   }
   running.erase(std::remove_if(running.begin(), running.end(), [](const Req& r) { return !r; }), running.end());
   {
