@@ -201,16 +201,30 @@ def lin(x, wk):
     return bf16(mm(x, w.t()))
 
 
+def mean_sq(x):
+    """mean(x^2) over the last dim: squares and sum in fp64 (exact products), the sum rounded once
+    to fp32, then divided by n in fp32 -- the same rule as `mm`. torch's fp32 `.square().mean()`
+    sums in an order set by its CPU kernels (vector width, tail handling) and differs by 1-2 fp32
+    ulps on some rows, which the FP8 activation roundings amplify into whole-logit differences."""
+    return mean_exact(x.double().square())
+
+
+def mean_exact(v):
+    """mean over the last dim of fp32 (or exact fp64) values: fp64 sum rounded once to fp32, / n in fp32."""
+    return v.double().sum(-1, keepdim=True).float() / float(v.shape[-1])
+
+
 def rms_norm(x, w, eps):
-    """M:RMSNorm: fp32 compute, x * rsqrt(mean(x^2) + eps), times weight, cast back to bf16."""
-    var = x.square().mean(-1, keepdim=True)
+    """M:RMSNorm: fp32 compute, x * rsqrt(mean(x^2) + eps), times weight, cast back to bf16.
+    mean(x^2) = fp64 sum rounded once to fp32, / n (mean_sq)."""
+    var = mean_sq(x)
     return bf16(w * (x * rsqrt(var + eps)))
 
 
 def head_rms_rescale(q, eps):
     """M:Attention `q *= rsqrt(q.square().mean(-1) + eps)` executed in bf16 tensors:
     every intermediate (square, mean, +eps, rsqrt, product) is rounded to bf16."""
-    m = bf16(bf16(q.square()).mean(-1, keepdim=True))
+    m = bf16(mean_exact(bf16(q.square())))
     r = bf16(rsqrt(bf16(m + eps)))
     return bf16(q * r)
 
@@ -338,7 +352,7 @@ def hc_split_sinkhorn(mixes, scale, base, hc, iters, eps):
 def hc_mixes(X, fn, eps):
     """M:Block.hc_pre first half: flatten the hc streams (fp32), mixes = (x @ fn^T) * rsqrt(mean(x^2)+eps)."""
     xf = X.flatten(-2)
-    return mm(xf, fn.t()) * rsqrt(xf.square().mean(-1, keepdim=True) + eps)
+    return mm(xf, fn.t()) * rsqrt(mean_sq(xf) + eps)
 
 
 def hc_pre(X, fn, scale, base, cfg):
