@@ -159,13 +159,27 @@ void Model::forward_batch(std::vector<BatchItem>& items) const {
     for (size_t i = 0; i < items.size(); ++i) segs[i] = {&items[i].state->layers[L], items[i].state->pos, items[i].n};
     run_block(w_.layers[L], attn_[L], moe_[L], segs, h.data(), ids.data(), n);
   }
-  const int64_t hcd = hc * d;
-  int64_t row = 0;
+  // The head over every wanted last row at once (logits_from_state, stacked): it is the
+  // largest matrix, so reading it once per batch matters most.
+  const int64_t hcd = hc * d, V = cfg_.vocab_size;
+  vector<float> y;
+  int64_t row = 0, wanted = 0;
   for (auto& it : items) {
     it.state->pos += it.n;
     row += it.n;
-    if (it.logits) it.out = logits_from_state(h.data() + (row - 1) * hcd);
+    if (!it.logits) continue;
+    y.resize(size_t((wanted + 1) * d));
+    float* yr = y.data() + wanted * d;
+    hc_head(w_.hc_head, hc_, h.data() + (row - 1) * hcd, yr);
+    kernels::rms_norm(yr, w_.norm, d, float(cfg_.rms_norm_eps), yr);
+    ++wanted;
   }
+  if (!wanted) return;
+  vector<float> logits(size_t(wanted * V));
+  kernels::linear(w_.head, y.data(), wanted, logits.data(), false);
+  int64_t k = 0;
+  for (auto& it : items)
+    if (it.logits) it.out.assign(logits.begin() + k * V, logits.begin() + (k + 1) * V), ++k;
 }
 
 void Model::advance(SequenceState& st, const int64_t* ids, int64_t n, vector<float>* hidden) const {
