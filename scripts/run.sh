@@ -10,4 +10,4 @@ model=models/flash-tiny
 if [ ! -f "$model/model.safetensors.index.json" ]; then
   build/release/strata make-model --preset flash-tiny --seed 0 --out "$model"
 fi
-exec build/release/strata generate --model "$model" --ids 0,19923,3061,4571,1234 --max-tokens 32 "$@"
+exec build/release/strata generate --model "$model" --prompt "The three changes in the new generation of open models are" --max-tokens 32 "$@"

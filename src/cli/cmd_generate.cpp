@@ -1,66 +1,102 @@
-// `strata generate --model DIR --ids 1,2,3 [--max-tokens N]`: greedy generation of token ids
-// (argmax, lowest id on ties), printed as they are produced, then tokens/s. Text prompts
-// (--prompt / --chat) come with the tokenizer.
+// `strata generate --model DIR --prompt "..." [--chat] [--thinking chat|high|max]` streams
+// generated text as it is produced, then prints tokens/s. `--ids 1,2,3` starts from token ids
+// instead (and `--print-ids` prints ids rather than text). Greedy by default (--temperature 0);
+// the sampling options of `strata chat` apply.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
-#include <chrono>
 #include <cstdio>
+#include <filesystem>
 
 #include "cli/commands.h"
+#include "cli/generation_options.h"
 #include "cli/token_ids.h"
 #include "core/error.h"
+#include "engine/generation.h"
+#include "io/json_file.h"
 #include "models/deepseek_v4/model.h"
+#include "text/chat_encoding.h"
 
 namespace strata::cli {
 namespace {
 
 struct Opts {
-  std::string model, ids;
-  int64_t max_tokens = 16;
+  std::string model, prompt, ids, thinking = "chat";
+  bool chat = false, print_ids = false;
+  GenerationOptions gen;
 };
 
-int64_t argmax(const std::vector<float>& v) {
-  int64_t best = 0;
-  for (int64_t i = 1; i < int64_t(v.size()); ++i)
-    if (v[size_t(i)] > v[size_t(best)]) best = i;
-  return best;
+// make-model writes random weights; say so, so nobody mistakes the output for a real model's.
+bool random_weights(const std::string& dir) {
+  const auto p = std::filesystem::path(dir) / "config.json";
+  auto j = read_json_file(p.string());
+  return j.contains("strata_random_weights") && j["strata_random_weights"].is_boolean() &&
+         j["strata_random_weights"].get<bool>();
 }
 
 void run_generate(const Opts& o) {
-  std::vector<int64_t> ids = parse_token_ids(o.ids);
-  if (o.max_tokens < 0) throw Error("--max-tokens must be >= 0");
+  if (o.prompt.empty() == o.ids.empty()) throw Error("generate needs exactly one of --prompt TEXT or --ids 1,2,3");
+  if (o.chat && o.prompt.empty()) throw Error("--chat needs --prompt");
+  const SamplingParams sp = o.gen.sampling();
   auto model = dsv4::Model::load(o.model);
-  const int64_t n = int64_t(ids.size());
-  if (n + o.max_tokens > model->max_positions())
-    throw Error("--ids + --max-tokens: " + std::to_string(n + o.max_tokens) + " tokens exceed max_position_embeddings " +
-                std::to_string(model->max_positions()));
-  dsv4::SequenceState st = model->new_sequence();
-  using clock = std::chrono::steady_clock;
-  auto t0 = clock::now();
-  auto lg = model->forward(st, ids.data(), n);
-  auto t1 = clock::now();
-  int64_t produced = 0;
-  const int64_t eos = model->config().eos_token_id;
-  while (produced < o.max_tokens) {
-    int64_t next = argmax(lg);
-    std::printf("%lld\n", (long long)next);
-    std::fflush(stdout);
-    ++produced;
-    if (next == eos || produced == o.max_tokens) break;
-    lg = model->decode(st, next);
+  Tokenizer tok = Tokenizer::load(o.model);
+  std::vector<int32_t> prompt;
+  if (!o.prompt.empty()) {
+    std::string text = o.prompt;
+    if (o.chat) {
+      nlohmann::ordered_json messages = nlohmann::ordered_json::array({{{"role", "user"}, {"content", o.prompt}}});
+      text = encode_chat(messages, chat_options_for(o.thinking));
+    }
+    prompt = tok.encode(text, /*add_special=*/!o.chat);
+    if (!o.chat && tok.bos_id() >= 0 && (prompt.empty() || prompt.front() != tok.bos_id()))
+      prompt.insert(prompt.begin(), tok.bos_id());  // V4 prompts start with BOS, as the chat encoding does
+  } else {
+    for (int64_t id : parse_token_ids(o.ids)) prompt.push_back(int32_t(id));
   }
-  auto t2 = clock::now();
-  double pf = std::chrono::duration<double>(t1 - t0).count(), dc = std::chrono::duration<double>(t2 - t1).count();
-  std::fprintf(stderr, "prefill: %lld tokens in %.3f s (%.2f tokens/s); decode: %lld tokens in %.3f s (%.2f tokens/s)\n",
-               (long long)n, pf, n / (pf > 0 ? pf : 1e-9), (long long)produced, dc,
-               produced > 1 ? (produced - 1) / (dc > 0 ? dc : 1e-9) : 0.0);
+  const int64_t vocab = model->config().vocab_size;
+  for (int32_t id : prompt)
+    if (id < 0 || id >= vocab)
+      throw Error("token id " + std::to_string(id) + " is outside the vocabulary (" + std::to_string(vocab) + " rows)");
+  const int64_t need = int64_t(prompt.size()) + o.gen.max_tokens;
+  if (need > model->max_positions())
+    throw Error("prompt + --max-tokens: " + std::to_string(need) + " tokens exceed max_position_embeddings " +
+                std::to_string(model->max_positions()));
+  if (random_weights(o.model))
+    std::fprintf(stderr, "note: %s holds random weights from `strata make-model`: the architecture is exact, the words "
+                         "are not meaningful. Point --model at a real DeepSeek-V4 checkpoint directory for real text.\n",
+                 o.model.c_str());
+  auto state = model->new_sequence();
+  auto stats = generate(*model, state, tok, prompt, sp, 1, [&](const GenerationEvent& ev) {
+    if (o.print_ids) {
+      if (ev.token >= 0) std::printf("%d\n", ev.token);
+    } else {
+      std::fputs(ev.text.c_str(), stdout);
+    }
+    std::fflush(stdout);
+    return true;
+  });
+  if (!o.print_ids) std::printf("\n");
+  std::fflush(stdout);
+  const double dtps = stats.generated_tokens > 1 && stats.decode_seconds > 0
+                          ? double(stats.generated_tokens - 1) / stats.decode_seconds
+                          : 0.0;
+  std::fprintf(stderr, "prefill: %lld tokens in %.3f s (%.1f tokens/s); decode: %lld tokens, %.2f tokens/s; finish: %s\n",
+               (long long)stats.prompt_tokens, stats.prefill_seconds,
+               double(stats.prompt_tokens) / std::max(stats.prefill_seconds, 1e-9), (long long)stats.generated_tokens,
+               dtps, finish_reason_name(stats.finish) ? finish_reason_name(stats.finish) : "none");
 }
 
 AutoRegister reg([](CLI::App& app) {
   auto o = std::make_shared<Opts>();
-  auto* c = app.add_subcommand("generate", "greedy generation of token ids");
-  c->add_option("--model", o->model, "model directory (config.json + safetensors)")->required();
-  c->add_option("--ids", o->ids, "comma-separated prompt token ids")->required();
-  c->add_option("--max-tokens", o->max_tokens, "tokens to generate (default 16)")->take_last();
+  auto* c = app.add_subcommand("generate", "generate text (or token ids) from a prompt, streaming");
+  c->add_option("--model", o->model, "model directory (config.json + safetensors + tokenizer.json)")->required();
+  auto* p = c->add_option("--prompt", o->prompt, "prompt text");
+  c->add_option("--ids", o->ids, "comma-separated prompt token ids (instead of --prompt)")->excludes(p);
+  c->add_flag("--chat", o->chat, "wrap the prompt in the model's chat encoding as one user turn");
+  c->add_option("--thinking", o->thinking, "with --chat: chat (no reasoning), high or max")
+      ->check(CLI::IsMember({"chat", "high", "max"}));
+  c->add_flag("--print-ids", o->print_ids, "print generated token ids, one per line, instead of text");
+  add_generation_options(*c, o->gen, /*default_temperature=*/0.0);
   c->callback([o] { run_generate(*o); });
 });
 

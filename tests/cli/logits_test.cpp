@@ -2,6 +2,8 @@
 // checkpoint: the .npy contract ([1 + n − K, vocab] float32, rows equal to the library's
 // prefill/decode logits), greedy generation output, and one-line errors for bad input.
 #include <gtest/gtest.h>
+
+#include "text/tokenizer.h"
 #include <unistd.h>
 
 #include <cstring>
@@ -26,6 +28,7 @@ struct TinyDir {
     o.config = dsv4::preset_config("flash-tiny");
     o.seed = 3;
     o.out_dir = dir;
+    o.tokenizer_dir = std::string(STRATA_SHARED_DIR) + "/tokenizers/deepseek-v3";
     dsv4::make_model(o);
   }
   ~TinyDir() {
@@ -60,15 +63,17 @@ TEST(Logits, WritesPrefillThenTeacherForcedRows) {
 }
 
 TEST(Generate, PrintsGreedyIdsAndSpeed) {
-  auto r = run_strata("generate --model " + shell_quote(tiny().dir) + " --ids 5,6,7 --max-tokens 3");
+  auto r = run_strata("generate --model " + shell_quote(tiny().dir) + " --ids 5,6,7 --max-tokens 3 --print-ids");
   ASSERT_EQ(r.code, 0) << r.err;
   auto m = dsv4::Model::load(tiny().dir);
+  // rows past the tokenizer's vocabulary have no text and are never generated
+  const int64_t tok_vocab = Tokenizer::load(tiny().dir).vocab_size();
   auto st = m->new_sequence();
   auto l = m->prefill(st, {5, 6, 7});
   std::string want;
   for (int i = 0; i < 3; ++i) {
     int64_t best = 0;
-    for (int64_t v = 1; v < int64_t(l.size()); ++v)
+    for (int64_t v = 1; v < tok_vocab; ++v)
       if (l[size_t(v)] > l[size_t(best)]) best = v;
     want += std::to_string(best) + "\n";
     if (best == m->config().eos_token_id) break;
@@ -94,6 +99,27 @@ TEST(Logits, BadInputIsOneLineAndNonZero) {
     EXPECT_NE(r.err.find(msg), std::string::npos) << args << " -> " << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
+}
+
+}  // namespace
+}  // namespace strata
+
+namespace strata {
+namespace {
+
+TEST(Generate, StreamsTextFromAPromptAndLabelsRandomWeights) {
+  auto r = run_strata("generate --model " + shell_quote(tiny().dir) + " --prompt 'Hello world' --max-tokens 5");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("random weights"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tokens/s"), std::string::npos) << r.err;
+  EXPECT_FALSE(r.out.empty());
+  // greedy: the same text again; --chat wraps the prompt in the chat encoding and still works
+  EXPECT_EQ(run_strata("generate --model " + shell_quote(tiny().dir) + " --prompt 'Hello world' --max-tokens 5").out, r.out);
+  auto c = run_strata("generate --model " + shell_quote(tiny().dir) + " --prompt hi --chat --thinking high --max-tokens 3");
+  EXPECT_EQ(c.code, 0) << c.err;
+  auto bad = run_strata("generate --model " + shell_quote(tiny().dir));
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.err.find("exactly one of --prompt TEXT or --ids"), std::string::npos) << bad.err;
 }
 
 }  // namespace

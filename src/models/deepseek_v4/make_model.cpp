@@ -323,7 +323,9 @@ void make_model(const MakeModelOptions& opt) {
   index["metadata"] = {{"total_size", total}};
   index["weight_map"] = weight_map;
   write_text(out / "model.safetensors.index.json", index.dump(2) + "\n");
-  write_text(out / "config.json", to_json(c).dump(2) + "\n");
+  nlohmann::ordered_json cfg_json = to_json(c);
+  cfg_json["strata_random_weights"] = true;  // `strata generate` says so; other readers ignore the key
+  write_text(out / "config.json", cfg_json.dump(2) + "\n");
   nlohmann::ordered_json gen_cfg = {{"bos_token_id", c.bos_token_id}, {"eos_token_id", c.eos_token_id},
                                     {"do_sample", true}, {"temperature", 1.0}, {"top_p", 1.0}};
   write_text(out / "generation_config.json", gen_cfg.dump(2) + "\n");
