@@ -105,22 +105,33 @@ namespace strata {
 namespace {
 
 TEST(Ledger, PrintsTheBooksFiguresAndRejectsBadInput) {
-  auto r = run_strata("ledger --json --index-keys fp8 --context 1048576 --config " +
+  auto r = run_strata("ledger --json --context 131072 1048576 --config " +
                       shell_quote(kShared + "/models/deepseek-v4-flash/config.json"));
   ASSERT_EQ(r.code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
-  EXPECT_DOUBLE_EQ(j["bytes_per_token"].get<double>(), 3850.25);
+  EXPECT_DOUBLE_EQ(j["bytes_per_token"].get<double>(), 3850.25);  // FP8 index keys by default
   EXPECT_EQ(j["fixed_bytes"].get<int64_t>(), 15420416);
   EXPECT_EQ(j["by_kind"]["indexer_keys"]["format"], "128 e4m3 + f32 scale");
-  r = run_strata("ledger --context 4096 --memory 8 --config " + shell_quote(kShared + "/models/deepseek-v4-pro/config.json"));
+  EXPECT_NEAR(j["contexts"][0]["bytes"].get<double>() / double(1ull << 30), 0.48, 0.005);  // the book: 0.48 GB at 128K
+  EXPECT_NEAR(j["contexts"][1]["bytes"].get<double>() / double(1ull << 30), 3.77, 0.005);  // 3.77 GB at 1M
+  EXPECT_NEAR(j["contexts"][1]["paper_9_2_bytes"].get<double>() / 1e9, 3.62, 0.01);   // §9.2's figure
+  r = run_strata("ledger --json --indexer-cache fp4 --config " + shell_quote(kShared + "/models/deepseek-v4-flash/config.json"));
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("8.0 GB holds"), std::string::npos) << r.out;
-  r = run_strata("ledger --context 99999999 --config " + shell_quote(kShared + "/models/deepseek-v4-pro/config.json"));
-  EXPECT_NE(r.code, 0);
-  EXPECT_NE(r.err.find("exceeds max_position_embeddings"), std::string::npos) << r.err;
-  r = run_strata("ledger --context 10");
-  EXPECT_NE(r.code, 0);
-  EXPECT_NE(r.err.find("exactly one of --model DIR or --config FILE"), std::string::npos) << r.err;
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(r.out)["bytes_per_token"].get<double>(), 3514.25);
+  r = run_strata("ledger --context 4096 --memory 24G --config " + shell_quote(kShared + "/models/deepseek-v4-pro/config.json"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("fit in 24G"), std::string::npos) << r.out;
+  const std::pair<std::string, std::string> bad[] = {
+      {"ledger --context 99999999 --config " + shell_quote(kShared + "/models/deepseek-v4-pro/config.json"),
+       "exceeds max_position_embeddings"},
+      {"ledger --context 10", "exactly one of --model DIR or --config FILE"},
+      {"ledger --memory 12Q --config " + shell_quote(kShared + "/models/deepseek-v4-pro/config.json"), "unknown unit"},
+  };
+  for (auto& [args, msg] : bad) {
+    r = run_strata(args);
+    EXPECT_NE(r.code, 0) << args;
+    EXPECT_NE(r.err.find(msg), std::string::npos) << r.err;
+  }
 }
 
 }  // namespace

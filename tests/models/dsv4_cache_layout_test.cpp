@@ -47,7 +47,7 @@ TEST(Dsv4CacheLayout, Fp4IndexKeysAndEntrySizes) {
   EXPECT_EQ(kv_entry_bytes(c), 584);  // 448 e4m3 + 7 e8m0 + 128 bf16 bytes = 583, aligned to 8
   EXPECT_EQ(index_key_bytes(c, IndexKeyFormat::fp4), 68);
   EXPECT_EQ(index_key_bytes(c, IndexKeyFormat::fp8), 132);
-  auto fp4 = cache_layout(c), fp8 = cache_layout(c, {IndexKeyFormat::fp8, false});
+  auto fp4 = cache_layout(c, {IndexKeyFormat::fp4, false}), fp8 = cache_layout(c);
   EXPECT_DOUBLE_EQ(fp8.bytes_per_token() - fp4.bytes_per_token(), 21 * (132 - 68) / 4.0);
   EXPECT_EQ(fp8.fixed_bytes(), fp4.fixed_bytes());
   // a block of 128 tokens holds 32 CSA entries and 1 HCA entry per layer
@@ -61,6 +61,18 @@ TEST(Dsv4CacheLayout, Fp4IndexKeysAndEntrySizes) {
   EXPECT_LT(fp4.bytes_exact(1000), fp4.bytes_for(1000));
   // the MTP block adds one window
   auto mtp = cache_layout(c, {IndexKeyFormat::fp4, true});
+  // layer-by-layer §9.2's byte model (576-byte entries, 64-byte keys, no compressor state):
+  // Pro ≈ 5.18 GB and Flash ≈ 3.62 GB at 1M tokens (decimal GB)
+  CacheLayoutOptions paper{IndexKeyFormat::fp4, false, 576, 64};
+  auto growing_and_window = [](const cache::CacheLayout& L, int64_t n) {
+    int64_t s = 0;
+    for (auto& sp : L.specs)
+      if (sp.kind != cache::CacheKind::compressor_state) s += sp.bytes_exact(n);
+    return s;
+  };
+  EXPECT_NEAR(double(growing_and_window(cache_layout(c, paper), 1048576)) / 1e9, 3.62, 0.01);
+  Config pro = load_config(kShared + "/models/deepseek-v4-pro/config.json");
+  EXPECT_NEAR(double(growing_and_window(cache_layout(pro, paper), 1048576)) / 1e9, 5.18, 0.01);
   EXPECT_EQ(mtp.fixed_bytes() - fp4.fixed_bytes(), 128 * 584);
 }
 

@@ -26,7 +26,7 @@ cache::CacheLayout cache_layout(const Config& c, const CacheLayoutOptions& o) {
   for (int64_t r : c.compress_ratios)
     if (r > 0) block = std::lcm(block, r);
   if (block > 1) L.block_tokens = block;
-  const int64_t kv = kv_entry_bytes(c);
+  const int64_t kv = o.entry_bytes_override ? o.entry_bytes_override : kv_entry_bytes(c);
   const std::string kv_fmt = std::to_string(c.head_dim - c.qk_rope_head_dim) + " e4m3 + " +
                              std::to_string((c.head_dim - c.qk_rope_head_dim) / 64) + " e8m0 + " +
                              std::to_string(c.qk_rope_head_dim) + " bf16";
@@ -41,7 +41,8 @@ cache::CacheLayout cache_layout(const Config& c, const CacheLayoutOptions& o) {
                        "fp32 kv + score, " + std::to_string(coff * r) + " x " + std::to_string(coff * c.head_dim)});
     if (r == 4) {
       const bool fp4 = o.index_keys == IndexKeyFormat::fp4;
-      L.specs.push_back({CacheKind::indexer_keys, l, index_key_bytes(c, o.index_keys), 0, r,
+      const int64_t ik = o.index_key_bytes_override ? o.index_key_bytes_override : index_key_bytes(c, o.index_keys);
+      L.specs.push_back({CacheKind::indexer_keys, l, ik, 0, r,
                          fp4 ? std::to_string(c.index_head_dim) + " e2m1 + " + std::to_string(c.index_head_dim / 32) + " e8m0"
                              : std::to_string(c.index_head_dim) + " e4m3 + f32 scale"});
       L.specs.push_back({CacheKind::compressor_state, l, 2 * (coff * r) * (coff * c.index_head_dim) * 4, 1, 1,

@@ -16,8 +16,13 @@ namespace strata::dsv4 {
 enum class IndexKeyFormat { fp4, fp8 };
 
 struct CacheLayoutOptions {
-  IndexKeyFormat index_keys = IndexKeyFormat::fp4;
+  // FP8 (132 B) is the default, as the serving literature stores index keys; FP4 (68 B) holds
+  // the same values (the indexer fake-quantizes keys to FP4) in half the bytes.
+  IndexKeyFormat index_keys = IndexKeyFormat::fp8;
   bool include_mtp = false;  // the MTP block's window (only used by speculative decoding)
+  // Byte-model overrides, to reproduce other accountings (0 = the formats above): e.g.
+  // layer-by-layer §9.2 counts 576-byte entries without scale bytes and 64-byte FP4 keys.
+  int64_t entry_bytes_override = 0, index_key_bytes_override = 0;
 };
 
 int64_t kv_entry_bytes(const Config& c);
