@@ -3,6 +3,7 @@
 // is decoded one step (teacher forcing); the file holds float32 logits [1 + n − K, vocab]: the
 // last-position logits after the prefill, then after every decode step.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 
 #include "cli/commands.h"
@@ -16,8 +17,27 @@ namespace {
 
 struct Opts {
   std::string model, ids, out;
-  int64_t prefill = -1;
+  int64_t prefill = -1, chunk = 0;
+  bool stats = false;
 };
+
+// What each layer holds after the run (the seed's §4.3 table): window slots in use, compressed
+// entries, indexer keys, and tokens of the unfinished block waiting in the compressor.
+void print_stats(const dsv4::Model& m, const dsv4::SequenceState& st) {
+  const auto& c = m.config();
+  std::printf("after %lld tokens:\n", (long long)st.pos);
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    const auto& ls = st.layers[size_t(l)];
+    const int64_t r = c.compress_ratio(l);
+    std::printf("  layer %2lld %-6s window %3lld/%lld", (long long)l, dsv4::layer_kind_name(c.layer_kind(l)),
+                (long long)std::min(st.pos, c.sliding_window), (long long)c.sliding_window);
+    if (r > 0)
+      std::printf("  entries %6lld  tail %3lld", (long long)ls.compressor.n_entries(),
+                  (long long)(st.pos - ls.compressor.n_entries() * r));
+    if (r == 4) std::printf("  index keys %6lld", (long long)ls.index_keys.n_entries());
+    std::printf("\n");
+  }
+}
 
 void run_logits(const Opts& o) {
   std::vector<int64_t> ids = parse_token_ids(o.ids);
@@ -34,13 +54,17 @@ void run_logits(const Opts& o) {
   std::vector<float> all;
   all.reserve(size_t((1 + n - k) * V));
   dsv4::SequenceState st = model->new_sequence();
-  auto lg = model->forward(st, ids.data(), k);
+  // Prefill in pieces of --chunk tokens (all at once by default); the result is the same.
+  const int64_t step = o.chunk > 0 ? o.chunk : k;
+  std::vector<float> lg;
+  for (int64_t b = 0; b < k; b += step) lg = model->forward(st, ids.data() + b, std::min(step, k - b));
   all.insert(all.end(), lg.begin(), lg.end());
   for (int64_t i = k; i < n; ++i) {
     lg = model->decode(st, ids[size_t(i)]);
     all.insert(all.end(), lg.begin(), lg.end());
   }
   write_npy(o.out, {1 + n - k, V}, all.data());
+  if (o.stats) print_stats(*model, st);
   std::fprintf(stderr, "wrote %s: [%lld, %lld] float32\n", o.out.c_str(), (long long)(1 + n - k), (long long)V);
 }
 
@@ -51,6 +75,8 @@ AutoRegister reg([](CLI::App& app) {
   c->add_option("--ids", o->ids, "comma-separated token ids")->required();
   c->add_option("--prefill", o->prefill, "how many ids to prefill at once (default: all)");
   c->add_option("--out", o->out, "output .npy file")->required();
+  c->add_option("--chunk", o->chunk, "prefill in chunks of N tokens (same logits as one piece)");
+  c->add_flag("--stats", o->stats, "print what each layer holds after the run (window, entries, index keys, tail)");
   c->callback([o] { run_logits(*o); });
 });
 

@@ -3,6 +3,8 @@
 // prefill/decode logits), greedy generation output, and one-line errors for bad input.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "text/tokenizer.h"
 #include <unistd.h>
 
@@ -120,6 +122,30 @@ TEST(Generate, StreamsTextFromAPromptAndLabelsRandomWeights) {
   auto bad = run_strata("generate --model " + shell_quote(tiny().dir));
   EXPECT_NE(bad.code, 0);
   EXPECT_NE(bad.err.find("exactly one of --prompt TEXT or --ids"), std::string::npos) << bad.err;
+}
+
+}  // namespace
+}  // namespace strata
+
+namespace strata {
+namespace {
+
+TEST(Logits, ChunkedPrefillIsIdenticalAndStatsCountWhatLayersHold) {
+  std::string ids;
+  for (int i = 0; i < 260; ++i) ids += (i ? "," : "") + std::to_string(1 + (i * 37) % 5000);
+  const std::string d = shell_quote(tiny().dir), a = tiny().dir + "/chunk_a.npy", b = tiny().dir + "/chunk_b.npy";
+  auto r = run_strata("logits --model " + d + " --ids " + ids + " --prefill 250 --stats --out " + shell_quote(a));
+  ASSERT_EQ(r.code, 0) << r.err;
+  // 260 tokens: CSA layers 65 entries and 65 index keys, no tail; HCA layers 2 entries and a
+  // 4-token tail (as the seed's §4.3 counts 250 / 7 entries and a 104-token tail at 1,000)
+  EXPECT_NE(r.out.find("layer  2 CSA    window 128/128  entries     65  tail   0  index keys     65"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("layer  3 HCA    window 128/128  entries      2  tail   4"), std::string::npos) << r.out;
+  r = run_strata("logits --model " + d + " --ids " + ids + " --prefill 250 --chunk 37 --out " + shell_quote(b));
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::ifstream fa(a, std::ios::binary), fb(b, std::ios::binary);
+  std::string sa((std::istreambuf_iterator<char>(fa)), {}), sb((std::istreambuf_iterator<char>(fb)), {});
+  EXPECT_FALSE(sa.empty());
+  EXPECT_TRUE(sa == sb) << "chunked prefill must give bitwise identical logits";
 }
 
 }  // namespace
