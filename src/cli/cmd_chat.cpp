@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/preload.h"
 #include "cli/generation_options.h"
 #include "core/error.h"
 #include "engine/generation.h"
@@ -24,6 +25,7 @@ struct ChatOpts {
 };
 
 void run_chat(const ChatOpts& o) {
+  preload_checkpoint(o.model);  // a progress bar while a large checkpoint is read in
   auto model = dsv4::Model::load(o.model);
   Tokenizer tok = Tokenizer::load(o.model);
   ChatOptions copt = chat_options_for(o.thinking);

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "cli/commands.h"
+#include "cli/preload.h"
 #include "cli/generation_options.h"
 #include "cli/token_ids.h"
 #include "core/error.h"
@@ -38,6 +39,7 @@ void run_generate(const Opts& o) {
   if (o.prompt.empty() == o.ids.empty()) throw Error("generate needs exactly one of --prompt TEXT or --ids 1,2,3");
   if (o.chat && o.prompt.empty()) throw Error("--chat needs --prompt");
   const SamplingParams sp = o.gen.sampling();
+  preload_checkpoint(o.model);  // a progress bar while a large checkpoint is read in
   auto model = dsv4::Model::load(o.model);
   Tokenizer tok = Tokenizer::load(o.model);
   std::vector<int32_t> prompt;
