@@ -52,7 +52,8 @@ TEST(Dsv4Batch, StackedSequencesEqualEachAlone) {
       expect_same_state(solo[i], batch[i]);
     }
   }
-  std::vector<Model::BatchItem> dup = {{&batch[0], ids(1, 0).data(), 1, false, {}}, {&batch[0], ids(1, 0).data(), 1, false, {}}};
+  const std::vector<int64_t> one = ids(1, 0);  // must outlive the items that point into it
+  std::vector<Model::BatchItem> dup = {{&batch[0], one.data(), 1, false, {}}, {&batch[0], one.data(), 1, false, {}}};
   EXPECT_THROW(m.forward_batch(dup), Error);
 }
 
