@@ -1,9 +1,9 @@
 #include "engine/generation.h"
 
 #include <chrono>
-#include <limits>
 
 #include "core/error.h"
+#include "engine/sample_step.h"
 #include "engine/sampler.h"
 #include "engine/stop_matcher.h"
 
@@ -42,21 +42,13 @@ GenerationStats generate(dsv4::Model& model, dsv4::SequenceState& state, const T
   const int32_t tok_vocab = tok.vocab_size();
 
   while (true) {
-    // rows past the tokenizer's vocabulary have no text: never sample them
-    for (int32_t i = tok_vocab; i < vocab; ++i) logits[size_t(i)] = -std::numeric_limits<float>::infinity();
-    SampleResult r = sampler.sample(logits, scratch);
+    StepOutput r = sample_step(logits, tok_vocab, sampler, scratch, decoder, stops);
     st.tokens.push_back(r.token);
     ++st.generated_tokens;
     GenerationEvent ev;
     ev.token = r.token;
+    ev.text = std::move(r.text);
     ev.logprobs = std::move(r.logprobs);
-    const bool is_eos = r.finish == FinishReason::stop;  // EOS or a stop token: its text is not output
-    if (!is_eos) {
-      auto m = stops.feed(decoder.push(r.token));
-      ev.text = std::move(m.emit);
-      if (m.stopped) r.finish = FinishReason::stop;
-    }
-    if (r.finish != FinishReason::none && !stops.stopped()) ev.text += stops.feed(decoder.flush()).emit + stops.flush();
     ev.finish = r.finish;
     st.finish = r.finish;
     if (!on_event(ev)) {

@@ -1,6 +1,7 @@
 #include "engine/request_state.h"
 
-#include <limits>
+#include "engine/sample_step.h"
+
 #include <nlohmann/json.hpp>
 
 namespace strata::engine {
@@ -51,22 +52,14 @@ RequestSnapshot RequestState::snapshot() const {
 }
 
 Event RequestState::on_logits(std::vector<float>& logits, int32_t tok_vocab, SamplingScratch& scratch) {
-  const int32_t vocab = sampler.vocab_size();
-  for (int32_t i = tok_vocab; i < vocab; ++i) logits[size_t(i)] = -std::numeric_limits<float>::infinity();
-  SampleResult r = sampler.sample(logits, scratch);
+  StepOutput r = sample_step(logits, tok_vocab, sampler, scratch, decoder, stops);
   tokens.push_back(r.token);
   Event ev;
   ev.request_id = id;
   ev.kind = EventKind::token;
   ev.token = r.token;
+  ev.text = std::move(r.text);
   ev.logprobs = std::move(r.logprobs);
-  const bool is_eos = r.finish == FinishReason::stop;  // EOS or a stop token: its text is not output
-  if (!is_eos) {
-    auto m = stops.feed(decoder.push(r.token));
-    ev.text = std::move(m.emit);
-    if (m.stopped) r.finish = FinishReason::stop;
-  }
-  if (r.finish != FinishReason::none && !stops.stopped()) ev.text += stops.feed(decoder.flush()).emit + stops.flush();
   ev.finish = r.finish;
   if (ev.finish != FinishReason::none) {
     ev.prompt_tokens = prompt_tokens;
