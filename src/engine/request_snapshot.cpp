@@ -75,6 +75,7 @@ void write_snapshot(const std::string& path, const RequestSnapshot& s) {
             {"layers", layers},
             {"mtp", mtp},
             {"mtp_pos", s.state.mtp_pos},
+            {"mtp_hidden", floats(s.state.mtp_hidden)},
             {"sampler", json::binary(s.sampler)},
             {"stops", json::binary(s.stops)}};
   std::vector<uint8_t> body = json::to_cbor(j);
@@ -104,6 +105,7 @@ RequestSnapshot read_snapshot(const std::string& path) {
     for (const auto& l : j.at("layers")) s.state.layers.push_back(layer(l));
     for (const auto& l : j.at("mtp")) s.state.mtp.push_back(layer(l));
     s.state.mtp_pos = j.at("mtp_pos").get<std::vector<int64_t>>();
+    s.state.mtp_hidden = floats(j.at("mtp_hidden"));
     s.sampler = j.at("sampler").get_binary();
     s.stops = j.at("stops").get_binary();
     if (s.prompt_tokens < 1 || s.prompt_tokens > int64_t(s.tokens.size()) || s.state.pos > int64_t(s.tokens.size()))

@@ -59,10 +59,12 @@ void attention_forward(const AttentionWeights& w, const AttentionSpec& s, const 
   for (const auto& g : segs) rows += g.rows;
   vector<int64_t> pos_of(static_cast<size_t>(rows));
   vector<LayerState*> st_of(static_cast<size_t>(rows));
+  vector<cache::UndoLog*> undo_of(static_cast<size_t>(rows));
   {
     int64_t r = 0;
     for (const auto& g : segs)
-      for (int64_t k = 0; k < g.rows; ++k, ++r) pos_of[size_t(r)] = g.pos0 + k, st_of[size_t(r)] = g.state;
+      for (int64_t k = 0; k < g.rows; ++k, ++r)
+        pos_of[size_t(r)] = g.pos0 + k, st_of[size_t(r)] = g.state, undo_of[size_t(r)] = g.undo;
   }
   // --- batched projections (each row independent) ---
   vector<float> qr(size_t(rows * ql)), q(size_t(rows * H * hd)), kv(size_t(rows * hd));
@@ -104,15 +106,18 @@ void attention_forward(const AttentionWeights& w, const AttentionSpec& s, const 
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t pos = pos_of[size_t(r)];
     LayerState& st = *st_of[size_t(r)];
-    std::copy_n(kv.data() + r * hd, hd, st.ring.data() + (pos % s.window) * hd);
+    cache::UndoLog* undo = undo_of[size_t(r)];
+    float* slot = st.ring.data() + (pos % s.window) * hd;
+    cache::save_before_write(undo, pos, slot, size_t(hd));
+    std::copy_n(kv.data() + r * hd, hd, slot);
     entries.clear();
     for (int64_t p = std::max<int64_t>(0, pos - s.window + 1); p <= pos; ++p) entries.push_back(st.window_entry(p));
     if (s.ratio > 0) {
-      compressor_step(w.compressor, s.compressor, st.compressor, ckv.data() + r * cw, cscore.data() + r * cw, pos);
+      compressor_step(w.compressor, s.compressor, st.compressor, ckv.data() + r * cw, cscore.data() + r * cw, pos, undo);
       const int64_t visible = (pos + 1) / s.ratio;
       if (s.ratio == 4) {
         compressor_step(w.indexer.compressor, is.compressor, st.index_keys, ikv.data() + r * 2 * is.head_dim,
-                        iscore.data() + r * 2 * is.head_dim, pos);
+                        iscore.data() + r * 2 * is.head_dim, pos, undo);
         for (int64_t i : indexer_select(is, iq.data() + r * is.heads * is.head_dim, iw.data() + r * is.heads,
                                         st.index_keys, visible))
           entries.push_back(st.compressor.entry(i));

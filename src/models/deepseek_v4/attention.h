@@ -12,6 +12,7 @@
 #include <vector>
 #include <cstdint>
 
+#include "cache/undo_log.h"
 #include "kernels/rope.h"
 #include "models/deepseek_v4/compressor.h"
 #include "models/deepseek_v4/indexer.h"
@@ -39,9 +40,11 @@ void attention_forward(const AttentionWeights& w, const AttentionSpec& s, LayerS
 // x, at positions pos0.. of its own state. The projections run once over all rows (each
 // output element is one canonical dot, so stacking changes no bit); attention runs per
 // sequence against its own state.
+// undo, when set, records every state write of the segment's tokens (speculative decoding).
 struct AttentionSegment {
   LayerState* state = nullptr;
   int64_t pos0 = 0, rows = 0;
+  cache::UndoLog* undo = nullptr;
 };
 void attention_forward(const AttentionWeights& w, const AttentionSpec& s, const std::vector<AttentionSegment>& segs,
                        const float* x, float* out);

@@ -28,11 +28,13 @@ void compressor_project(const CompressorWeights& w, const CompressorSpec& s, con
 }
 
 bool compressor_step(const CompressorWeights& w, const CompressorSpec& s, CompressorState& st, const float* kv,
-                     const float* score, int64_t pos) {
+                     const float* score, int64_t pos, cache::UndoLog* undo) {
   const int64_t r = s.ratio, d = s.head_dim;
   const int64_t coff = st.overlap ? 2 : 1, width = coff * d;
   const int64_t slot = (st.overlap ? r : 0) + pos % r;
   const float* ape = w.ape + (pos % r) * width;
+  cache::save_before_write(undo, pos, st.kv.data() + slot * width, size_t(width));
+  cache::save_before_write(undo, pos, st.score.data() + slot * width, size_t(width));
   for (int64_t c = 0; c < width; ++c) {
     st.kv[size_t(slot * width + c)] = kv[c];
     st.score[size_t(slot * width + c)] = score[c] + ape[c];
@@ -58,6 +60,8 @@ bool compressor_step(const CompressorWeights& w, const CompressorSpec& s, Compre
     out[size_t(c)] = round_bf16(acc);  // kv.to(bf16)
   }
   if (st.overlap) {  // the finished block becomes the next entry's previous block
+    cache::save_before_write(undo, pos, st.kv.data(), size_t(r * width));
+    cache::save_before_write(undo, pos, st.score.data(), size_t(r * width));
     std::copy(st.kv.begin() + r * width, st.kv.end(), st.kv.begin());
     std::copy(st.score.begin() + r * width, st.score.end(), st.score.begin());
   }
@@ -69,6 +73,7 @@ bool compressor_step(const CompressorWeights& w, const CompressorSpec& s, Compre
   } else {
     kernels::fake_quant_fp8(out.data(), d - s.rope_dim, 64);
   }
+  cache::save_before_append(undo, pos, st.entries);
   st.entries.insert(st.entries.end(), out.begin(), out.end());
   return true;
 }

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "cache/undo_log.h"
 #include "kernels/rope.h"
 #include "models/deepseek_v4/weights.h"
 
@@ -43,8 +44,8 @@ void compressor_project(const CompressorWeights& w, const CompressorSpec& s, con
                         float* score);
 
 // Feeds one token's projections at position pos; appends an entry when its block completes.
-// Returns true when an entry was produced.
+// Returns true when an entry was produced. undo, when set, records what the step overwrites.
 bool compressor_step(const CompressorWeights& w, const CompressorSpec& s, CompressorState& st, const float* kv,
-                     const float* score, int64_t pos);
+                     const float* score, int64_t pos, cache::UndoLog* undo = nullptr);
 
 }  // namespace strata::dsv4

@@ -95,8 +95,8 @@ void Model::check_ids(const int64_t* ids, int64_t n, int64_t pos0) const {
 }
 
 void Model::run_block(const LayerWeights& lw, const AttentionSpec& as, const MoeSpec& ms, LayerState& ls, float* h,
-                      const int64_t* ids, int64_t n, int64_t pos0) const {
-  run_block(lw, as, ms, {AttentionSegment{&ls, pos0, n}}, h, ids, n);
+                      const int64_t* ids, int64_t n, int64_t pos0, cache::UndoLog* undo) const {
+  run_block(lw, as, ms, {AttentionSegment{&ls, pos0, n, undo}}, h, ids, n);
 }
 
 void Model::run_block(const LayerWeights& lw, const AttentionSpec& as, const MoeSpec& ms,
@@ -156,30 +156,64 @@ void Model::forward_batch(std::vector<BatchItem>& items) const {
       for (int64_t c = 0; c < d; ++c) h[size_t((t * hc + j) * d + c)] = bf16_to_f32(w_.embed[ids[size_t(t)] * d + c]);
   std::vector<AttentionSegment> segs(items.size());
   for (size_t L = 0; L < size_t(cfg_.num_hidden_layers); ++L) {
-    for (size_t i = 0; i < items.size(); ++i) segs[i] = {&items[i].state->layers[L], items[i].state->pos, items[i].n};
+    for (size_t i = 0; i < items.size(); ++i)
+      segs[i] = {&items[i].state->layers[L], items[i].state->pos, items[i].n, items[i].undo};
     run_block(w_.layers[L], attn_[L], moe_[L], segs, h.data(), ids.data(), n);
   }
-  // The head over every wanted last row at once (logits_from_state, stacked): it is the
-  // largest matrix, so reading it once per batch matters most.
+  // The head over every wanted row at once (logits_from_state, stacked): it is the largest
+  // matrix, so reading it once per batch matters most.
   const int64_t hcd = hc * d, V = cfg_.vocab_size;
   vector<float> y;
   int64_t row = 0, wanted = 0;
   for (auto& it : items) {
     it.state->pos += it.n;
+    if (it.hidden) it.hidden->assign(h.begin() + row * hcd, h.begin() + (row + it.n) * hcd);
     row += it.n;
-    if (!it.logits) continue;
-    y.resize(size_t((wanted + 1) * d));
-    float* yr = y.data() + wanted * d;
-    hc_head(w_.hc_head, hc_, h.data() + (row - 1) * hcd, yr);
-    kernels::rms_norm(yr, w_.norm, d, float(cfg_.rms_norm_eps), yr);
-    ++wanted;
+    if (!it.logits && !it.all_logits) continue;
+    for (int64_t r = it.all_logits ? row - it.n : row - 1; r < row; ++r) {
+      y.resize(size_t((wanted + 1) * d));
+      float* yr = y.data() + wanted * d;
+      hc_head(w_.hc_head, hc_, h.data() + r * hcd, yr);
+      kernels::rms_norm(yr, w_.norm, d, float(cfg_.rms_norm_eps), yr);
+      ++wanted;
+    }
   }
   if (!wanted) return;
   vector<float> logits(size_t(wanted * V));
   kernels::linear(w_.head, y.data(), wanted, logits.data(), false);
   int64_t k = 0;
-  for (auto& it : items)
-    if (it.logits) it.out.assign(logits.begin() + k * V, logits.begin() + (k + 1) * V), ++k;
+  for (auto& it : items) {
+    if (!it.logits && !it.all_logits) continue;
+    const int64_t rows = it.all_logits ? it.n : 1;
+    it.out.assign(logits.begin() + k * V, logits.begin() + (k + rows) * V);
+    k += rows;
+  }
+}
+
+vector<float> Model::forward_all(SequenceState& st, const int64_t* ids, int64_t n, cache::UndoLog& undo,
+                                 vector<float>* hidden) const {
+  std::vector<BatchItem> items(1);
+  items[0].state = &st;
+  items[0].ids = ids;
+  items[0].n = n;
+  items[0].all_logits = true;
+  items[0].undo = &undo;
+  items[0].hidden = hidden;
+  forward_batch(items);
+  return std::move(items[0].out);
+}
+
+void Model::rollback(SequenceState& st, cache::UndoLog& undo, int64_t pos) const {
+  if (pos < 0 || pos > st.pos) throw Error("rollback: position " + std::to_string(pos) + " is not behind the state");
+  undo.rollback(pos);
+  st.pos = pos;
+}
+
+void Model::rollback_mtp(SequenceState& st, cache::UndoLog& undo, int64_t pos, int64_t j) const {
+  if (j < 0 || j >= n_mtp()) throw Error("rollback_mtp: the checkpoint has no MTP block " + std::to_string(j));
+  if (pos < 0 || pos > st.mtp_pos[size_t(j)]) throw Error("rollback_mtp: position " + std::to_string(pos) + " is not behind the state");
+  undo.rollback(pos);
+  st.mtp_pos[size_t(j)] = pos;
 }
 
 void Model::advance(SequenceState& st, const int64_t* ids, int64_t n, vector<float>* hidden) const {
@@ -195,7 +229,8 @@ vector<float> Model::forward(SequenceState& st, const int64_t* ids, int64_t n, v
   return logits;
 }
 
-vector<float> Model::mtp_forward(SequenceState& st, const float* hidden, const int64_t* next_ids, int64_t n, int64_t j) const {
+vector<float> Model::mtp_forward(SequenceState& st, const float* hidden, const int64_t* next_ids, int64_t n, int64_t j,
+                                 cache::UndoLog* undo, vector<float>* streams) const {
   if (j < 0 || j >= n_mtp()) throw Error("mtp_forward: the checkpoint has no MTP block " + std::to_string(j));
   if (st.mtp.size() != w_.mtp.size()) throw Error("mtp_forward: sequence state does not belong to this model");
   check_ids(next_ids, n, st.mtp_pos[size_t(j)]);
@@ -217,9 +252,11 @@ vector<float> Model::mtp_forward(SequenceState& st, const float* hidden, const i
       for (int64_t c = 0; c < d; ++c)
         x[size_t((t * hc + k) * d + c)] = round_bf16(ep[size_t(t * d + c)] + hp[size_t((t * hc + k) * d + c)]);
   const size_t L = size_t(cfg_.num_hidden_layers + j);
-  run_block(m.block, attn_[L], moe_[L], st.mtp[size_t(j)], x.data(), next_ids, n, st.mtp_pos[size_t(j)]);
+  run_block(m.block, attn_[L], moe_[L], st.mtp[size_t(j)], x.data(), next_ids, n, st.mtp_pos[size_t(j)], undo);
   st.mtp_pos[size_t(j)] += n;
-  return logits_from_state(x.data() + (n - 1) * hc * d, m.hc_head, m.norm);
+  auto logits = logits_from_state(x.data() + (n - 1) * hc * d, m.hc_head, m.norm);
+  if (streams) *streams = std::move(x);
+  return logits;
 }
 
 }  // namespace strata::dsv4

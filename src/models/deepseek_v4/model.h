@@ -56,11 +56,17 @@ class Model {
   // each weight matrix is read once per call. Bitwise equal to forward()/advance() per item.
   // Items with logits = true get the fp32 logits of their last token in `out`. The states
   // must be distinct. On an error (bad ids, too long) no state is touched.
+  // all_logits: `out` gets every row's logits [n][vocab] instead (speculative verification).
+  // undo: records every state write of the item's tokens, so rollback() can undo a suffix.
+  // hidden: receives the item's final streams [n][hc][d] (the MTP block's input).
   struct BatchItem {
     SequenceState* state = nullptr;
     const int64_t* ids = nullptr;
     int64_t n = 0;
     bool logits = false;
+    bool all_logits = false;
+    cache::UndoLog* undo = nullptr;
+    std::vector<float>* hidden = nullptr;
     std::vector<float> out;
   };
   void forward_batch(std::vector<BatchItem>& items) const;
@@ -68,8 +74,21 @@ class Model {
   // MTP block j (reference MTPBlock): hidden = main streams [n][hc][d] of the tokens at
   // positions st.mtp_pos[j].., next_ids[t] = the token that follows token t. Returns the fp32
   // logits of the last position (its prediction of the token after next_ids[n-1]).
+  // undo records the block's state writes (a draft is undone with rollback_mtp); streams, when
+  // given, receives the block's output streams [n][hc][d] (the input of a further draft step).
   int64_t n_mtp() const { return int64_t(w_.mtp.size()); }
-  std::vector<float> mtp_forward(SequenceState& st, const float* hidden, const int64_t* next_ids, int64_t n, int64_t j = 0) const;
+  std::vector<float> mtp_forward(SequenceState& st, const float* hidden, const int64_t* next_ids, int64_t n, int64_t j = 0,
+                                 cache::UndoLog* undo = nullptr, std::vector<float>* streams = nullptr) const;
+
+  // Speculative decoding: runs ids[0..n) like forward() but returns the logits of every row
+  // [n][vocab] (row i: the prediction after ids[i]), recording every state write in undo.
+  std::vector<float> forward_all(SequenceState& st, const int64_t* ids, int64_t n, cache::UndoLog& undo,
+                                 std::vector<float>* hidden = nullptr) const;
+  // Returns the main layers' state to what it was after the tokens before position pos (pos
+  // within the tokens undo recorded); undo keeps the records of earlier positions.
+  void rollback(SequenceState& st, cache::UndoLog& undo, int64_t pos) const;
+  // The same for MTP block j's state.
+  void rollback_mtp(SequenceState& st, cache::UndoLog& undo, int64_t pos, int64_t j = 0) const;
 
   // Pieces for tests and tools.
   const ModelWeights& weights() const { return w_; }
@@ -87,7 +106,7 @@ class Model {
   kernels::RopeTable rope_window_, rope_compressed_;
   // One Block on the streams h [n][hc][d] in place.
   void run_block(const LayerWeights& lw, const AttentionSpec& as, const MoeSpec& ms, LayerState& ls, float* h,
-                 const int64_t* ids, int64_t n, int64_t pos0) const;
+                 const int64_t* ids, int64_t n, int64_t pos0, cache::UndoLog* undo = nullptr) const;
   // The same over stacked sequences (segs: each one's layer state, position and rows).
   void run_block(const LayerWeights& lw, const AttentionSpec& as, const MoeSpec& ms,
                  const std::vector<AttentionSegment>& segs, float* h, const int64_t* ids, int64_t n) const;

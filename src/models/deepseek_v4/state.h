@@ -24,6 +24,9 @@ struct SequenceState {
   // MTP block j's attention state and its own position counter (it runs one step behind).
   std::vector<LayerState> mtp;
   std::vector<int64_t> mtp_pos;
+  // Speculative decoding keeps the MTP block one token behind the main layers: these are the
+  // main streams [hc][d] of the token at pos - 1, whose next token the MTP has not seen yet.
+  std::vector<float> mtp_hidden;
 };
 
 }  // namespace strata::dsv4
