@@ -80,10 +80,12 @@ void run_chat(const ChatOpts& o) {
       }
       std::fflush(stdout);
     };
+    SpeculativeOptions spec;
+    spec.max_draft = o.gen.draft_tokens(model->config().num_nextn_predict_layers);
     auto stats = generate(*model, state, tok, fresh, sp, ++turn, [&](const GenerationEvent& ev) {
       show(parser.feed(ev.text));
       return true;
-    });
+    }, spec);
     try {
       // The EOS token closes the assistant turn in the encoding; its text is not streamed.
       if (!stats.tokens.empty() && stats.tokens.back() == tok.eos_id()) show(parser.feed(tok.id_to_token(tok.eos_id())));

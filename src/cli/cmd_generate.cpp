@@ -68,6 +68,8 @@ void run_generate(const Opts& o) {
                          "are not meaningful. Point --model at a real DeepSeek-V4 checkpoint directory for real text.\n",
                  o.model.c_str());
   auto state = model->new_sequence();
+  SpeculativeOptions spec;
+  spec.max_draft = o.gen.draft_tokens(model->config().num_nextn_predict_layers);
   auto stats = generate(*model, state, tok, prompt, sp, 1, [&](const GenerationEvent& ev) {
     if (o.print_ids) {
       if (ev.token >= 0) std::printf("%d\n", ev.token);
@@ -76,7 +78,7 @@ void run_generate(const Opts& o) {
     }
     std::fflush(stdout);
     return true;
-  });
+  }, spec);
   if (!o.print_ids) std::printf("\n");
   std::fflush(stdout);
   const double dtps = stats.generated_tokens > 1 && stats.decode_seconds > 0
@@ -86,6 +88,10 @@ void run_generate(const Opts& o) {
                (long long)stats.prompt_tokens, stats.prefill_seconds,
                double(stats.prompt_tokens) / std::max(stats.prefill_seconds, 1e-9), (long long)stats.generated_tokens,
                dtps, finish_reason_name(stats.finish) ? finish_reason_name(stats.finish) : "none");
+  if (spec.max_draft > 0)
+    std::fprintf(stderr, "speculative: %lld rounds, %lld drafted, %lld accepted (%.1f%%), %.2f tokens per verification\n",
+                 (long long)stats.spec.rounds, (long long)stats.spec.drafted, (long long)stats.spec.accepted,
+                 100.0 * stats.spec.acceptance_rate(), stats.spec.mean_accepted_length());
 }
 
 AutoRegister reg([](CLI::App& app) {

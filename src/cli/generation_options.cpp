@@ -34,6 +34,15 @@ void add_generation_options(CLI::App& c, GenerationOptions& o, double default_te
   c.add_option("--max-tokens", o.max_tokens, "tokens to generate at most")->take_last();
   c.add_option("--seed", o.seed, "random seed (same seed, same output)");
   c.add_option("--stop", o.stop, "stop string (repeatable)");
+  c.add_flag("--speculative", o.speculative,
+             "speculative decoding: the MTP block drafts, the model verifies (output unchanged)");
+  c.add_option("--spec-tokens", o.spec_tokens, "draft tokens per round at most (implies --speculative; 0 = off)")
+      ->check(CLI::Range(0, 16));
+}
+
+int GenerationOptions::draft_tokens(int64_t config_nextn) const {
+  if (spec_tokens >= 0) return spec_tokens;
+  return speculative ? int(std::max<int64_t>(1, config_nextn)) : 0;
 }
 
 ChatOptions chat_options_for(const std::string& thinking) {

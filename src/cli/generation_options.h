@@ -18,7 +18,13 @@ struct GenerationOptions {
   int64_t max_tokens = 256;
   int64_t seed = -1;  // -1: none
   std::vector<std::string> stop;
+  // Speculative decoding with the MTP block: --speculative drafts the config's
+  // num_nextn_predict_layers tokens per round, --spec-tokens N sets N (0 = off).
+  bool speculative = false;
+  int spec_tokens = -1;  // -1: not given
   SamplingParams sampling() const;  // validated
+  // Draft tokens per round for a model with these MTP layers (0 = no speculation).
+  int draft_tokens(int64_t config_nextn) const;
 };
 
 void add_generation_options(CLI::App& cmd, GenerationOptions& o, double default_temperature);

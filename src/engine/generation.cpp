@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "core/error.h"
+#include "cache/undo_log.h"
 #include "engine/sample_step.h"
 #include "engine/sampler.h"
 #include "engine/stop_matcher.h"
@@ -11,7 +12,8 @@ namespace strata {
 
 GenerationStats generate(dsv4::Model& model, dsv4::SequenceState& state, const Tokenizer& tok,
                          const std::vector<int32_t>& prompt, const SamplingParams& params, uint64_t request_id,
-                         const std::function<bool(const GenerationEvent&)>& on_event) {
+                         const std::function<bool(const GenerationEvent&)>& on_event,
+                         const SpeculativeOptions& spec) {
   using clock = std::chrono::steady_clock;
   if (prompt.empty()) throw Error("the prompt is empty");
   const auto& cfg = model.config();
@@ -36,13 +38,19 @@ GenerationStats generate(dsv4::Model& model, dsv4::SequenceState& state, const T
   st.prompt_tokens = int64_t(prompt.size());
   const auto t0 = clock::now();
   std::vector<int64_t> ids(prompt.begin(), prompt.end());
-  std::vector<float> logits = model.forward(state, ids.data(), int64_t(ids.size()));
+  const bool speculate = spec.max_draft > 0;
+  if (speculate && model.n_mtp() == 0) throw Error("speculative decoding needs an MTP block; the checkpoint has none");
+  MtpDrafter drafter(model);
+  std::vector<float> hidden;
+  std::vector<float> logits = model.forward(state, ids.data(), int64_t(ids.size()), speculate ? &hidden : nullptr);
+  if (speculate) drafter.sync(state, ids.data(), int64_t(ids.size()), hidden.data());
   auto t1 = clock::now();
   st.prefill_seconds = std::chrono::duration<double>(t1 - t0).count();
   const int32_t tok_vocab = tok.vocab_size();
 
-  while (true) {
-    StepOutput r = sample_step(logits, tok_vocab, sampler, scratch, decoder, stops);
+  // Samples one row of logits and reports it; false when generation ends there.
+  auto emit = [&](std::vector<float>& row) {
+    StepOutput r = sample_step(row, tok_vocab, sampler, scratch, decoder, stops);
     st.tokens.push_back(r.token);
     ++st.generated_tokens;
     GenerationEvent ev;
@@ -53,10 +61,51 @@ GenerationStats generate(dsv4::Model& model, dsv4::SequenceState& state, const T
     st.finish = r.finish;
     if (!on_event(ev)) {
       st.cancelled = true;
-      break;
+      return false;
     }
-    if (r.finish != FinishReason::none) break;
-    logits = model.decode(state, r.token);
+    return r.finish == FinishReason::none;
+  };
+
+  if (!speculate) {
+    while (emit(logits)) logits = model.decode(state, st.tokens.back());
+  } else if (emit(logits)) {
+    DraftLength length(spec.max_draft);
+    const int64_t V = cfg.vocab_size;
+    std::vector<float> row(static_cast<size_t>(V));
+    cache::UndoLog undo;
+    bool going = true;
+    while (going) {
+      const int64_t pending = st.tokens.back(), pos0 = state.pos;
+      // Drafts past max_tokens or the context would never be kept.
+      int64_t k = spec.adaptive ? length.next(spec.load) : spec.max_draft;
+      k = std::min({k, *p.max_tokens - st.generated_tokens - 1, model.max_positions() - pos0 - 1});
+      std::vector<int64_t> feed{pending};
+      if (k > 0) {
+        auto d = drafter.draft(state, pending, int(k), tok_vocab);
+        if (spec.forced)  // forced acceptance: the known continuation replaces the drafts
+          for (size_t i = 0; i < d.size() && size_t(st.generated_tokens) + i < spec.forced->size(); ++i)
+            d[i] = (*spec.forced)[size_t(st.generated_tokens) + i];
+        feed.insert(feed.end(), d.begin(), d.end());
+      }
+      const int64_t n = int64_t(feed.size());
+      auto all = model.forward_all(state, feed.data(), n, undo, &hidden);
+      int64_t keep = 0;
+      while (keep < n) {
+        std::copy_n(all.begin() + keep * V, V, row.begin());
+        going = emit(row);
+        ++keep;
+        if (!going || keep == n || st.tokens.back() != feed[size_t(keep)]) break;
+      }
+      model.rollback(state, undo, pos0 + keep);
+      undo.clear();
+      drafter.sync(state, feed.data(), keep, hidden.data());
+      const int64_t accepted = keep - 1;
+      length.observe(int(n - 1), int(accepted));
+      st.spec.rounds += 1;
+      st.spec.drafted += n - 1;
+      st.spec.accepted += accepted;
+      st.spec.emitted += keep;
+    }
   }
   st.decode_seconds = std::chrono::duration<double>(clock::now() - t1).count();
   return st;

@@ -12,6 +12,7 @@
 #include "engine/finish_reason.h"
 #include "engine/logprobs.h"
 #include "engine/sampling_params.h"
+#include "engine/speculative.h"
 #include "models/deepseek_v4/model.h"
 #include "text/tokenizer.h"
 
@@ -30,13 +31,17 @@ struct GenerationStats {
   FinishReason finish = FinishReason::none;
   std::vector<int32_t> tokens;  // generated ids
   bool cancelled = false;
+  SpeculativeStats spec;        // with speculation
 };
 
 // Runs `prompt` on `state` (which may already hold earlier tokens: only the new ones are
 // computed). on_event returns false to cancel. The model's vocabulary may be larger than the
 // tokenizer's (V4: 129,280 rows, 128,818 tokens); rows without a token are never sampled.
+// With spec.max_draft > 0 the MTP block drafts and the main model verifies (speculative.h):
+// the tokens, text and final state are bitwise the same as without.
 GenerationStats generate(dsv4::Model& model, dsv4::SequenceState& state, const Tokenizer& tok,
                          const std::vector<int32_t>& prompt, const SamplingParams& params, uint64_t request_id,
-                         const std::function<bool(const GenerationEvent&)>& on_event);
+                         const std::function<bool(const GenerationEvent&)>& on_event,
+                         const SpeculativeOptions& spec = {});
 
 }  // namespace strata

@@ -1,0 +1,92 @@
+#include "engine/speculative.h"
+
+#include <algorithm>
+
+#include "cache/undo_log.h"
+#include "core/error.h"
+#include "models/deepseek_v4/attention.h"
+
+namespace strata {
+
+int DraftLength::next(double load) const {
+  if (max_ <= 1) return std::max(max_, 0);
+  const double a = acceptance(), c = cost_ * (1.0 + load);
+  int best = 1;
+  double best_gain = 0, yield = 1, term = 1;
+  for (int k = 1; k <= max_; ++k) {
+    term *= a;
+    yield += term;
+    const double gain = yield / (1.0 + c * k);
+    if (gain > best_gain) best_gain = gain, best = k;
+  }
+  return best;
+}
+
+void DraftLength::observe(int drafted, int accepted) {
+  constexpr double kDecay = 0.9;  // remembers roughly the last ten rounds
+  const int tried = accepted + (accepted < drafted ? 1 : 0);
+  hits_ = kDecay * hits_ + accepted;
+  tries_ = kDecay * tries_ + tried;
+}
+
+void MtpDrafter::sync(dsv4::SequenceState& st, const int64_t* ids, int64_t n, const float* hidden) const {
+  if (m_.n_mtp() == 0) throw Error("speculative decoding needs an MTP block; the checkpoint has none");
+  const auto& cfg = m_.config();
+  const int64_t hcd = cfg.hc_mult * cfg.hidden_size, pos0 = st.pos - n;
+  std::vector<float> rows;
+  std::vector<int64_t> next;
+  const bool in_step = (pos0 == 0 && st.mtp_pos[0] == 0) ||
+                       (pos0 > 0 && st.mtp_pos[0] == pos0 - 1 && int64_t(st.mtp_hidden.size()) == hcd);
+  if (in_step && pos0 > 0) {  // the pending position pos0 - 1 learns its next token, ids[0]
+    rows.insert(rows.end(), st.mtp_hidden.begin(), st.mtp_hidden.end());
+    next.push_back(ids[0]);
+  } else if (!in_step) {
+    dsv4::init_layer_state(m_.attention_spec(cfg.num_hidden_layers), st.mtp[0]);
+    st.mtp_pos[0] = pos0;
+  }
+  rows.insert(rows.end(), hidden, hidden + (n - 1) * hcd);
+  next.insert(next.end(), ids + 1, ids + n);
+  if (!next.empty()) m_.mtp_forward(st, rows.data(), next.data(), int64_t(next.size()));
+  st.mtp_hidden.assign(hidden + (n - 1) * hcd, hidden + n * hcd);
+}
+
+std::vector<int64_t> MtpDrafter::draft(dsv4::SequenceState& st, int64_t pending, int k, int64_t vocab_limit) const {
+  std::vector<int64_t> out;
+  if (k <= 0) return out;
+  cache::UndoLog undo;
+  const int64_t start = st.mtp_pos[0];
+  std::vector<float> h = st.mtp_hidden, streams;
+  int64_t tok = pending;
+  const int64_t room = m_.max_positions() - start;
+  for (int i = 0; i < k && i < room; ++i) {
+    auto logits = m_.mtp_forward(st, h.data(), &tok, 1, 0, &undo, &streams);
+    const auto end = logits.begin() + std::min<int64_t>(vocab_limit, int64_t(logits.size()));
+    tok = int64_t(std::max_element(logits.begin(), end) - logits.begin());  // ties: lowest id
+    out.push_back(tok);
+    h.swap(streams);
+  }
+  m_.rollback_mtp(st, undo, start);
+  return out;
+}
+
+SpeculativeChoice speculative_accept(std::span<const float> p, std::span<const float> q, int32_t d, double u1,
+                                     double u2) {
+  if (p.size() != q.size() || d < 0 || size_t(d) >= p.size()) throw Error("speculative_accept: bad distributions");
+  const double pd = p[size_t(d)], qd = q[size_t(d)];
+  if (qd > 0 && u1 * qd < pd) return {d, true};  // u1 < p/q, without dividing
+  double mass = 0;
+  for (size_t i = 0; i < p.size(); ++i) mass += std::max(0.0, double(p[i]) - double(q[i]));
+  if (mass <= 0) return {d, true};  // p == q: the draft is always right
+  double target = u2 * mass, acc = 0;
+  int32_t last = d;
+  for (size_t i = 0; i < p.size(); ++i) {
+    const double r = std::max(0.0, double(p[i]) - double(q[i]));
+    if (r <= 0) continue;
+    last = int32_t(i);
+    acc += r;
+    if (target < acc) return {int32_t(i), false};
+  }
+  return {last, false};
+}
+
+}  // namespace strata
