@@ -84,18 +84,33 @@ bool CachePool::reserve(PoolSeq& s, int64_t context) {
   return true;
 }
 
+void CachePool::drop_block(int32_t b) {
+  if (--refs_[size_t(b)] == 0) {
+    free_blocks_.push_back(b);
+    --blocks_used_;
+  }
+}
+
 void CachePool::release(PoolSeq& s) {
-  for (int32_t b : s.blocks)
-    if (--refs_[size_t(b)] == 0) {
-      free_blocks_.push_back(b);
-      --blocks_used_;
-    }
+  for (int32_t b : s.blocks) drop_block(b);
   s.blocks.clear();
   if (s.slot >= 0) {
     free_slots_.push_back(s.slot);
     --slots_used_;
     s.slot = -1;
   }
+  give_back_ends();
+}
+
+void CachePool::shrink(PoolSeq& s, int64_t context) {
+  const size_t keep = size_t(layout_.blocks_for(context));
+  if (s.blocks.size() <= keep) return;
+  for (size_t i = keep; i < s.blocks.size(); ++i) drop_block(s.blocks[i]);
+  s.blocks.resize(keep);
+  give_back_ends();
+}
+
+void CachePool::give_back_ends() {
   // Give the ends back when they are free, so the other kind can grow into them.
   auto trim = [](std::vector<int32_t>& free, int32_t& top) {
     bool again = true;

@@ -47,6 +47,9 @@ class CachePool {
   bool can_reserve(const PoolSeq& s, int64_t context) const;
   // Returns s's slot and drops its references to its blocks.
   void release(PoolSeq& s);
+  // Drops s's blocks past blocks_for(context): a sequence rolled back (rejected speculative
+  // tokens) holds exactly the ledger's bytes for its context again.
+  void shrink(PoolSeq& s, int64_t context);
   // Another reference to a block (a shared prefix); release() drops it.
   void retain(int32_t block) { ++refs_[size_t(block)]; }
   int32_t refs(int32_t block) const { return refs_[size_t(block)]; }
@@ -68,6 +71,8 @@ class CachePool {
  private:
   int32_t take_block();
   int32_t take_slot();
+  void drop_block(int32_t b);
+  void give_back_ends();
 
   CacheLayout layout_;
   int64_t capacity_ = 0, block_stride_ = 0, slot_stride_ = 0;

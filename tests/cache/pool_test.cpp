@@ -37,6 +37,33 @@ TEST(CachePool, RequestHoldsTheLedgersBytes) {
   EXPECT_EQ(s.slot, -1);
 }
 
+// Speculative tokens reserve ahead; a rollback shrinks back to exactly the ledger's bytes, and a
+// shared block only loses this sequence's reference.
+TEST(CachePool, ShrinkAfterRollbackHoldsTheLedgersBytes) {
+  const auto l = small_layout();
+  CachePool pool(l, 64 << 20);
+  PoolSeq s, other;
+  ASSERT_TRUE(pool.reserve(s, 126));
+  ASSERT_TRUE(pool.reserve(s, 126 + 5));  // drafts cross into a second block
+  EXPECT_EQ(int64_t(s.blocks.size()), 2);
+  pool.shrink(s, 127);  // all drafts rejected
+  EXPECT_EQ(int64_t(s.blocks.size()), 1);
+  EXPECT_EQ(pool.bytes_in_use(), l.bytes_for(127));
+  pool.shrink(s, 500);  // never grows
+  EXPECT_EQ(int64_t(s.blocks.size()), 1);
+  ASSERT_TRUE(pool.reserve(s, 300));
+  other.blocks = {s.blocks[2]};
+  pool.retain(s.blocks[2]);
+  const int32_t shared = s.blocks[2];
+  pool.shrink(s, 200);
+  EXPECT_EQ(pool.refs(shared), 1);
+  EXPECT_EQ(int64_t(s.blocks.size()), 2);
+  pool.release(other);
+  pool.release(s);
+  EXPECT_EQ(pool.bytes_in_use(), 0);
+  EXPECT_EQ(pool.blocks_in_use(), 0);
+}
+
 TEST(CachePool, SpecsDoNotOverlapAndMemoryIsWritable) {
   const auto l = small_layout();
   CachePool pool(l, 8 << 20, /*populate=*/true);
