@@ -28,6 +28,8 @@ struct ServeOpts {
   size_t max_queue = 256, max_body_bytes = 8u << 20;
   int64_t max_context = 0, pool_bytes = 0;
   double shutdown_timeout = 30;
+  bool speculative = false;
+  int spec_tokens = -1;  // -1: not given
 };
 
 class EngineBackend final : public server::Backend {
@@ -59,6 +61,9 @@ void run_serve(const ServeOpts& o) {
   eo.max_context = o.max_context;
   eo.pool_bytes = o.pool_bytes;
   eo.threads = o.threads;
+  eo.spec_tokens = o.spec_tokens >= 0 ? o.spec_tokens
+                   : o.speculative   ? int(std::max<int64_t>(1, model->config().num_nextn_predict_layers))
+                                     : 0;
   engine::Engine eng(model, tok, eo);
   EngineBackend backend(eng);
 
@@ -121,6 +126,10 @@ AutoRegister reg([](CLI::App& app) {
   c->add_option("--max-context", o->max_context, "tokens per request, prompt + output (0 = the model's)");
   c->add_option("--pool-bytes", o->pool_bytes, "cache memory pool (0 = enough for max-running at max-context)");
   c->add_option("--threads", o->threads, "engine compute threads (0 = all cores)");
+  c->add_flag("--speculative", o->speculative,
+              "speculative decoding: the MTP block drafts the config's num_nextn_predict_layers tokens, verified in one pass");
+  c->add_option("--spec-tokens", o->spec_tokens, "draft tokens per request and step at most (implies --speculative; 0 = off)")
+      ->check(CLI::Range(0, 16));
   c->add_option("--http-threads", o->http_threads, "HTTP handler threads (0 = max-queue + max-running + 8)");
   c->add_option("--shutdown-timeout", o->shutdown_timeout, "seconds to let requests finish after SIGINT/SIGTERM")
       ->capture_default_str();

@@ -21,6 +21,7 @@
 #include "engine/prefix_cache.h"
 #include "engine/request_state.h"
 #include "engine/scheduler.h"
+#include "engine/speculative.h"
 #include "kernels/parallel.h"
 #include "models/deepseek_v4/cache_layout.h"
 #include "models/deepseek_v4/model.h"
@@ -59,6 +60,7 @@ struct Engine::Impl {
 
   std::vector<Req> running;  // engine thread only, in arrival order
   std::optional<PrefixCache> prefix;  // engine thread only
+  std::optional<MtpDrafter> drafter;  // speculative decoding on
   SamplingScratch scratch;
 
   std::unique_ptr<cache::CachePool> pool;  // engine thread only (its figures are published under mu)
@@ -78,6 +80,15 @@ struct Engine::Impl {
   void start(RequestState& r);
   void run_batched(std::vector<int64_t>& left, std::vector<std::vector<float>>& logits);
   int64_t held_bytes() const;
+  void checkpoint(RequestState& r);
+  void plan_drafts(const StepPlan& plan, std::vector<int64_t>& left);
+  struct StepTimes {
+    int64_t generated = 0;
+    std::vector<double> ttft, itl;
+  };
+  // Samples a request's row of logits; false when the request has finished.
+  bool sample_row(Req& r, std::vector<float>& row, StepTimes& t);
+  void verify_drafts(Req& r, std::vector<float>& all, StepTimes& t);
 };
 
 namespace {
@@ -113,6 +124,11 @@ Engine::Engine(std::shared_ptr<dsv4::Model> model, std::shared_ptr<const Tokeniz
   if (I.tok->eos_id() >= 0 && I.tok->eos_id() != cfg.eos_token_id) I.eos.push_back(I.tok->eos_id());
   if (options.threads > 0) kernels::set_num_threads(options.threads);
   if (options.prefix_cache) I.prefix.emplace(I.layout.block_tokens);
+  if (options.spec_tokens < 0) throw Error("engine: spec_tokens must be >= 0");
+  if (options.spec_tokens > 0) {
+    if (I.model->n_mtp() == 0) throw Error("engine: speculative decoding needs an MTP block; the checkpoint has none");
+    I.drafter.emplace(*I.model);
+  }
   I.m.pool_bytes_total = I.pool_budget;
   I.publish_pool();
   I.thread = std::thread([this] { impl_->run(); });
@@ -160,6 +176,7 @@ uint64_t Engine::submit(Request r, EventCallback on_event) {
   // The Sampler validates stop/EOS ids against the vocabulary (strata::Error) before queueing.
   auto req = std::make_unique<RequestState>(id, I.next_arrival, std::move(r.prompt), r.sampling, vocab, I.eos, *I.tok,
                                             std::move(on_event));
+  if (I.drafter) req->draft_length.emplace(I.opt.spec_tokens);
   ++I.next_arrival;
   I.live_ids.insert(id);
   I.waiting.push_back(std::move(req));
@@ -223,6 +240,7 @@ uint64_t Engine::import_request(const std::string& path, EventCallback on_event)
     id = I.next_id++;
   }
   auto req = std::make_unique<RequestState>(id, I.next_arrival++, std::move(snap), *I.tok, std::move(on_event));
+  if (I.drafter) req->draft_length.emplace(I.opt.spec_tokens);
   if (req->sampler.vocab_size() != vocab) throw Error(path + ": the snapshot's vocabulary does not fit this model");
   I.live_ids.insert(id);
   I.waiting.push_back(std::move(req));
@@ -306,9 +324,20 @@ void Engine::Impl::run_batched(std::vector<int64_t>& left, std::vector<std::vect
       RequestState& r = *running[i];
       const int64_t c0 = r.context();
       const int64_t k = prefix ? std::min(left[i], (c0 / bt + 1) * bt - c0) : left[i];
-      ids[i].assign(r.tokens.begin() + c0, r.tokens.begin() + c0 + k);
-      const bool last = k == left[i] && c0 + k == int64_t(r.tokens.size());
-      items.push_back({&*r.state, ids[i].data(), k, last, {}});
+      dsv4::Model::BatchItem it;
+      it.state = &*r.state;
+      if (!r.spec_feed.empty()) {  // [pending, drafts]: every row's logits, writes recorded
+        ids[i] = r.spec_feed;
+        it.all_logits = true;
+        it.undo = &r.undo;
+      } else {
+        ids[i].assign(r.tokens.begin() + c0, r.tokens.begin() + c0 + k);
+        it.logits = k == left[i] && c0 + k == int64_t(r.tokens.size());
+      }
+      it.ids = ids[i].data();
+      it.n = int64_t(ids[i].size());
+      if (drafter) it.hidden = &r.hidden;
+      items.push_back(std::move(it));
       who.push_back(i);
     }
     if (items.empty()) return;
@@ -322,15 +351,106 @@ void Engine::Impl::run_batched(std::vector<int64_t>& left, std::vector<std::vect
       const size_t i = who[b];
       RequestState& r = *running[i];
       left[i] -= items[b].n;
-      if (items[b].logits) logits[i] = std::move(items[b].out);
-      if (prefix && r.context() % bt == 0 && !prefix->contains(r.tokens, r.context())) {
-        prefix->insert(r.tokens, *r.state, layout.bytes_for(r.context()));
-        const int64_t held = held_bytes();
-        while (prefix->bytes() + held > pool_budget && prefix->evict_one()) {
-        }
+      if (items[b].logits || items[b].all_logits) logits[i] = std::move(items[b].out);
+      if (!r.spec_feed.empty()) {  // verified, rolled back and checkpointed in verify_drafts
+        left[i] = 0;
+        continue;
       }
+      if (drafter) drafter->sync(*r.state, items[b].ids, items[b].n, r.hidden.data());
+      checkpoint(r);
     }
   }
+}
+
+// At a block boundary, the request's whole state becomes a prefix checkpoint (evicting the
+// least recently used ones while the pool's bytes are needed by running requests).
+void Engine::Impl::checkpoint(RequestState& r) {
+  if (!prefix || r.context() % layout.block_tokens != 0 || prefix->contains(r.tokens, r.context())) return;
+  prefix->insert(r.tokens, *r.state, layout.bytes_for(r.context()));
+  const int64_t held = held_bytes();
+  while (prefix->bytes() + held > pool_budget && prefix->evict_one()) {
+  }
+}
+
+// Every decoding request drafts with the MTP block: up to its adaptive draft length, within
+// the step's spare token budget, max_tokens and the context, never across a 128-token block
+// boundary when prefix caching is on (the boundary's checkpoint needs the state exactly
+// there), and only if the pool can hold the drafted tokens too.
+void Engine::Impl::plan_drafts(const StepPlan& plan, std::vector<int64_t>& left) {
+  if (!drafter) return;
+  int64_t spare = opt.max_batch_tokens, decoders = 0;
+  for (size_t i = 0; i < running.size(); ++i) {
+    if (!running[i]) continue;
+    spare -= plan.chunk[i];
+    const RequestState& r = *running[i];
+    decoders += plan.chunk[i] == 1 && r.pending() == 1 && r.generated() > 0;
+  }
+  // Each drafted token costs one more row per decoding request: more so with a fuller batch.
+  const double load = double(std::max<int64_t>(0, decoders - 1)) / 4.0;
+  const int32_t tok_vocab = tok->vocab_size();
+  for (size_t i = 0; i < running.size() && spare > 0; ++i) {
+    if (!running[i] || plan.chunk[i] != 1) continue;
+    RequestState& r = *running[i];
+    if (r.pending() != 1 || r.generated() == 0) continue;
+    const int64_t c0 = r.context();
+    int64_t k = opt.spec_adaptive ? r.draft_length->next(load) : opt.spec_tokens;
+    k = std::min({k, spare, *r.sampler.params().max_tokens - r.generated() - 1, max_context - c0 - 1});
+    if (prefix) k = std::min(k, (c0 / layout.block_tokens + 1) * layout.block_tokens - c0 - 1);
+    if (k <= 0) continue;
+    auto d = drafter->draft(*r.state, r.tokens.back(), int(k), tok_vocab);
+    if (d.empty() || !pool->reserve(r.pool, c0 + 1 + int64_t(d.size()))) continue;
+    r.spec_feed.assign(1, r.tokens.back());
+    r.spec_feed.insert(r.spec_feed.end(), d.begin(), d.end());
+    left[i] = int64_t(r.spec_feed.size());
+    spare -= int64_t(d.size());
+  }
+}
+
+bool Engine::Impl::sample_row(Req& r, std::vector<float>& row, StepTimes& t) {
+  Event ev = r->on_logits(row, tok->vocab_size(), scratch);
+  ++t.generated;
+  const auto now = RequestState::clock::now();
+  if (!r->first_token_done) t.ttft.push_back(std::chrono::duration<double>(now - r->submitted).count());
+  else t.itl.push_back(std::chrono::duration<double>(now - r->last_token).count());
+  r->first_token_done = true;
+  r->last_token = now;
+  if (ev.finish != FinishReason::none) {
+    finish(r, std::move(ev), true);
+    return false;
+  }
+  deliver(*r, ev);
+  return true;
+}
+
+// Samples the verified rows in order with the request's own sampler, keeping drafts while
+// they equal the sampled token; then every state kind is rolled back to the kept tokens, the
+// MTP catches up on them and the pool gives back blocks of rejected tokens.
+void Engine::Impl::verify_drafts(Req& r, std::vector<float>& all, StepTimes& t) {
+  const std::vector<int64_t> feed = std::move(r->spec_feed);
+  r->spec_feed.clear();
+  const int64_t n = int64_t(feed.size()), V = model->config().vocab_size, c0 = r->context() - n;
+  std::vector<float> row(static_cast<size_t>(V));
+  int64_t keep = 0;
+  while (keep < n) {
+    std::copy_n(all.begin() + keep * V, V, row.begin());
+    ++keep;
+    if (!sample_row(r, row, t)) break;
+    if (keep == n || r->tokens.back() != feed[size_t(keep)]) break;
+  }
+  {
+    std::lock_guard lk(mu);
+    ++m.spec_rounds;
+    m.spec_drafted += n - 1;
+    m.spec_accepted += keep - 1;
+    m.spec_emitted += keep;
+  }
+  if (!r) return;  // finished: its cache is gone
+  model->rollback(*r->state, r->undo, c0 + keep);
+  r->undo.clear();
+  drafter->sync(*r->state, feed.data(), keep, r->hidden.data());
+  pool->shrink(r->pool, r->context());
+  r->draft_length->observe(int(n - 1), int(keep - 1));
+  checkpoint(*r);
 }
 
 // Snapshots asked for by export_request(), between two steps (no chunk is half-run).
@@ -460,9 +580,7 @@ bool Engine::Impl::step() {
   while (prefix && prefix->bytes() + held_bytes() > pool_budget && prefix->evict_one()) {
   }
 
-  const int32_t tok_vocab = tok->vocab_size();
-  int64_t generated = 0, recomputed = 0;
-  std::vector<double> ttft, itl;
+  int64_t recomputed = 0;
   std::vector<int64_t> left(running.size(), 0);
   std::vector<std::vector<float>> logits(running.size());
   for (size_t i = 0; i < running.size(); ++i) {
@@ -474,27 +592,22 @@ bool Engine::Impl::step() {
     r.computed_high = std::max(r.computed_high, c0 + n);
     left[i] = n;
   }
+  plan_drafts(plan, left);
   run_batched(left, logits);
+  StepTimes times;
   for (size_t i = 0; i < running.size(); ++i) {
     Req& r = running[i];
-    if (!r || plan.chunk[i] == 0 || r->context() < int64_t(r->tokens.size())) continue;
-    Event ev = r->on_logits(logits[i], tok_vocab, scratch);
-    ++generated;
-    const auto now = RequestState::clock::now();
-    if (!r->first_token_done) ttft.push_back(std::chrono::duration<double>(now - r->submitted).count());
-    else itl.push_back(std::chrono::duration<double>(now - r->last_token).count());
-    r->first_token_done = true;
-    r->last_token = now;
-    if (ev.finish != FinishReason::none) finish(r, std::move(ev), true);
-    else deliver(*r, ev);
+    if (!r || plan.chunk[i] == 0) continue;
+    if (!r->spec_feed.empty()) verify_drafts(r, logits[i], times);
+    else if (r->context() == int64_t(r->tokens.size())) sample_row(r, logits[i], times);
   }
   running.erase(std::remove_if(running.begin(), running.end(), [](const Req& r) { return !r; }), running.end());
   {
     std::lock_guard lk(mu);
-    m.generated_tokens += generated;
+    m.generated_tokens += times.generated;
     m.recomputed_tokens += recomputed;
-    m.ttft_seconds.insert(m.ttft_seconds.end(), ttft.begin(), ttft.end());
-    m.itl_seconds.insert(m.itl_seconds.end(), itl.begin(), itl.end());
+    m.ttft_seconds.insert(m.ttft_seconds.end(), times.ttft.begin(), times.ttft.end());
+    m.itl_seconds.insert(m.itl_seconds.end(), times.itl.begin(), times.itl.end());
   }
   publish_pool();
   return true;

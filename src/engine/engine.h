@@ -61,6 +61,12 @@ struct EngineOptions {
   size_t max_queue = 256;            // waiting requests; submit() beyond it throws QueueFull
   bool prefix_cache = true;
   int threads = 0;                   // 0 = all cores
+  // Speculative decoding with the MTP block (speculative.h): up to spec_tokens drafts per
+  // decoding request and step, verified in the same forward_batch; 0 = off. Outputs are
+  // bitwise the same either way. spec_adaptive adapts each request's draft length to its
+  // acceptance rate and to the number of decoding requests.
+  int spec_tokens = 0;
+  bool spec_adaptive = true;
 };
 
 // Thrown by submit() when the waiting queue is full (the server answers 429).
@@ -73,6 +79,8 @@ struct EngineMetrics {
   int64_t waiting = 0, running = 0, finished = 0, cancelled = 0, errored = 0, preempted = 0;
   int64_t prompt_tokens = 0, generated_tokens = 0;
   int64_t prefix_lookup_tokens = 0, prefix_hit_tokens = 0, recomputed_tokens = 0;
+  // Speculative decoding: verification rounds, drafted and accepted tokens, tokens produced.
+  int64_t spec_rounds = 0, spec_drafted = 0, spec_accepted = 0, spec_emitted = 0;
   int64_t pool_bytes_total = 0;
   std::vector<std::pair<std::string, int64_t>> pool_bytes_by_kind;  // cache kind -> bytes in use
   std::vector<double> ttft_seconds, itl_seconds;  // samples since the last metrics() call (for histograms)

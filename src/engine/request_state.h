@@ -9,9 +9,11 @@
 #include <vector>
 
 #include "cache/pool.h"
+#include "cache/undo_log.h"
 #include "engine/engine.h"
 #include "engine/request_snapshot.h"
 #include "engine/sampler.h"
+#include "engine/speculative.h"
 #include "engine/stop_matcher.h"
 #include "models/deepseek_v4/state.h"
 #include "text/tokenizer.h"
@@ -43,6 +45,13 @@ struct RequestState {
   bool first_token_done = false;
   int64_t cached_prompt_tokens = 0;
   int64_t computed_high = 0;       // most tokens ever in the cache (more than context() after a preemption)
+  // Speculative decoding (engine option spec_tokens): the adaptive draft length, this step's
+  // verified tokens [pending, drafts...] (empty when the step does not speculate), the undo
+  // log of their state writes and the main streams of the step's tokens (the MTP's input).
+  std::optional<DraftLength> draft_length;
+  std::vector<int64_t> spec_feed;
+  cache::UndoLog undo;
+  std::vector<float> hidden;
 
   int64_t context() const { return state ? state->pos : 0; }
   int64_t pending() const { return int64_t(tokens.size()) - context(); }

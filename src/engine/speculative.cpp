@@ -52,7 +52,11 @@ void MtpDrafter::sync(dsv4::SequenceState& st, const int64_t* ids, int64_t n, co
 
 std::vector<int64_t> MtpDrafter::draft(dsv4::SequenceState& st, int64_t pending, int k, int64_t vocab_limit) const {
   std::vector<int64_t> out;
-  if (k <= 0) return out;
+  const auto& cfg = m_.config();
+  // Only an MTP in step (see sync) knows the hidden state it drafts from.
+  if (k <= 0 || m_.n_mtp() == 0 || st.mtp_pos[0] != st.pos - 1 ||
+      int64_t(st.mtp_hidden.size()) != cfg.hc_mult * cfg.hidden_size)
+    return out;
   cache::UndoLog undo;
   const int64_t start = st.mtp_pos[0];
   std::vector<float> h = st.mtp_hidden, streams;

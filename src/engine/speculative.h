@@ -72,7 +72,8 @@ class MtpDrafter {
   // at the first new position: drafts are worse for a window, outputs are not affected.
   void sync(dsv4::SequenceState& st, const int64_t* ids, int64_t n, const float* hidden) const;
   // Drafts k tokens to follow `pending` (the token at position st.pos), greedy over rows
-  // [0, vocab_limit); the MTP's state is unchanged afterwards.
+  // [0, vocab_limit); the MTP's state is unchanged afterwards. None when the MTP is not in
+  // step (nothing synced yet).
   std::vector<int64_t> draft(dsv4::SequenceState& st, int64_t pending, int k, int64_t vocab_limit) const;
 
  private:

@@ -108,6 +108,16 @@ std::string ServerMetrics::render(const engine::EngineMetrics& m) {
          double(m.prefix_hit_tokens));
   single(out, "strata_prefix_cache_hit_rate", "gauge", "Prefix-cache hits / queries (tokens) since start.",
          m.prefix_lookup_tokens > 0 ? double(m.prefix_hit_tokens) / double(m.prefix_lookup_tokens) : 0.0);
+  single(out, "strata_spec_rounds_total", "counter", "Speculative verification passes (one per drafting request and step).",
+         double(m.spec_rounds));
+  single(out, "strata_spec_draft_tokens_total", "counter", "Tokens drafted by the MTP block.", double(m.spec_drafted));
+  single(out, "strata_spec_accepted_tokens_total", "counter", "Drafted tokens accepted by verification.",
+         double(m.spec_accepted));
+  single(out, "strata_spec_acceptance_rate", "gauge", "Accepted / drafted tokens since start.",
+         m.spec_drafted > 0 ? double(m.spec_accepted) / double(m.spec_drafted) : 0.0);
+  single(out, "strata_spec_mean_accepted_length", "gauge",
+         "Tokens produced per verification pass (accepted drafts + the target's own token) since start.",
+         m.spec_rounds > 0 ? double(m.spec_emitted) / double(m.spec_rounds) : 0.0);
   single(out, "strata_pool_bytes_total", "gauge", "Bytes of the cache memory pool.", double(m.pool_bytes_total));
   int64_t used = 0;
   header(out, "strata_pool_bytes_used", "gauge", "Pool bytes in use, by cache kind.");

@@ -176,7 +176,7 @@ TEST(Engine, TinyPoolPreemptsAndStillEqualsGenerate) {
   (void)reqs_m;
 }
 
-TEST(Engine, PreemptionAcrossBlocksEqualsGenerate) {
+EngineMetrics preemption_across_blocks(int spec_tokens) {
   auto& s = shared();
   const auto layout = dsv4::cache_layout(s.model->config());
   std::vector<Request> reqs;
@@ -195,6 +195,7 @@ TEST(Engine, PreemptionAcrossBlocksEqualsGenerate) {
   opt.max_batch_tokens = 64;
   opt.max_context = 512;
   opt.pool_bytes = 2 * layout.bytes_for(128) + layout.block_bytes() / 2;  // three at 128, not two at 129+
+  opt.spec_tokens = spec_tokens;
   Collector c;
   Engine eng(s.model, s.tok, opt);
   for (auto& r : reqs) eng.submit(r, c.callback());
@@ -204,6 +205,32 @@ TEST(Engine, PreemptionAcrossBlocksEqualsGenerate) {
   EXPECT_GT(m.preempted, 0);
   EXPECT_GT(m.recomputed_tokens, 0);
   EXPECT_EQ(m.finished, 3);
+  for (auto& [kind, b] : m.pool_bytes_by_kind) EXPECT_EQ(b, 0) << kind;
+  return m;
+}
+
+TEST(Engine, PreemptionAcrossBlocksEqualsGenerate) { preemption_across_blocks(0); }
+
+// Speculative decoding inside continuous batching: MTP drafts verified in the same
+// forward_batch as other requests' prefill chunks and decode tokens, rolled back on
+// rejection; with preemption, prefix checkpoints and block boundaries every request still
+// equals generate() alone, and the pool ends empty (rejected tokens' blocks given back).
+TEST(Engine, SpeculativeDecodingEqualsGenerateAlone) {
+  EngineOptions opt;
+  opt.max_running = 4;
+  opt.max_batch_tokens = 16;
+  opt.max_context = 256;
+  opt.spec_tokens = 3;
+  opt.spec_adaptive = false;
+  auto m = check_against_generate(opt, 9, 2, 1);
+  EXPECT_GT(m.spec_rounds, 0);
+  EXPECT_EQ(m.spec_emitted, m.spec_rounds + m.spec_accepted);
+  EXPECT_GE(m.spec_drafted, m.spec_rounds);
+}
+
+TEST(Engine, SpeculationWithPreemptionAcrossBlocksEqualsGenerate) {
+  auto m = preemption_across_blocks(4);
+  EXPECT_GT(m.spec_rounds, 0);
 }
 
 // Requests sharing a prefix start from its checkpoint (a multiple of 128 tokens, never the
