@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/bench_speculative.h"
 #include "cli/commands.h"
 #include "core/cpu.h"
 #include "core/error.h"
@@ -26,6 +27,8 @@ struct Opts {
   int threads = 0;
   double probe_seconds = 0.5;
   bool json = false, skip_probes = false;
+  int spec_tokens = 0;
+  std::vector<int> spec_batches{1, 8};
 };
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
@@ -50,7 +53,7 @@ void run_bench(const Opts& o) {
                     {"bf16_method", pf.method}, {"int8_gops", pi.value}, {"int8_method", pi.method}};
   }
 
-  auto model = dsv4::Model::load(o.model);
+  std::shared_ptr<dsv4::Model> model = dsv4::Model::load(o.model);
   const auto& cfg = model->config();
   std::mt19937_64 rng(1);
   std::vector<int64_t> ids(size_t(std::max<int64_t>(1, o.prompt_tokens)));
@@ -82,6 +85,10 @@ void run_bench(const Opts& o) {
                  {"routed_expert_bytes", traffic.routed_experts}, {"cache_bytes", traffic.caches},
                  {"achieved_gbps", achieved}, {"roofline_tokens_per_s", bw > 0 ? bw * 1e9 / traffic.total() : 0},
                  {"pct_of_roofline", bw > 0 ? 100 * achieved / bw : 0}};
+  if (o.spec_tokens > 0) {
+    auto tok = std::make_shared<const Tokenizer>(Tokenizer::load(o.model));
+    j["speculative"] = bench_speculative(model, tok, o.spec_tokens, o.prompt_tokens, o.decode_tokens, o.spec_batches);
+  }
   if (o.json) {
     std::printf("%s\n", j.dump(2).c_str());
     return;
@@ -100,6 +107,21 @@ void run_bench(const Opts& o) {
               (long long)o.decode_tokens, (long long)st.pos, decode_tps, traffic.total() / 1e6, traffic.weights / 1e6,
               traffic.routed_experts / 1e6, traffic.caches / 1e6, achieved, j["decode"]["pct_of_roofline"].get<double>(),
               j["decode"]["roofline_tokens_per_s"].get<double>());
+  if (!j.contains("speculative")) return;
+  for (const auto& b : j["speculative"]) {
+    auto line = [&](const char* name, const nlohmann::ordered_json& r) {
+      std::printf("  %-18s %8.2f tokens/s  %.2fx", name, r["tokens_per_s"].get<double>(), r["speedup"].get<double>());
+      if (r.contains("acceptance_rate"))
+        std::printf("  acceptance %.1f%%, %.2f tokens per verification", 100 * r["acceptance_rate"].get<double>(),
+                    r["mean_accepted_length"].get<double>());
+      std::printf("\n");
+    };
+    std::printf("speculative decoding, batch %d, up to %d drafts (outputs %s):\n", b["batch"].get<int>(),
+                b["spec_tokens"].get<int>(), b["outputs_identical"].get<bool>() ? "identical" : "DIFFERENT");
+    line("no speculation", b["plain"]);
+    line("MTP drafts", b["mtp"]);
+    line("forced acceptance", b["forced_acceptance"]);
+  }
 }
 
 AutoRegister reg([](CLI::App& app) {
@@ -112,6 +134,10 @@ AutoRegister reg([](CLI::App& app) {
   c->add_option("--probe-seconds", o->probe_seconds, "time per machine probe (default 0.5)");
   c->add_flag("--skip-probes", o->skip_probes, "do not measure the machine");
   c->add_flag("--json", o->json, "print one JSON object");
+  c->add_option("--spec-tokens", o->spec_tokens,
+                "also measure speculative decoding with up to N drafts: none vs MTP vs forced acceptance")
+      ->check(CLI::Range(0, 16));
+  c->add_option("--spec-batches", o->spec_batches, "batch sizes for --spec-tokens (default 1 8)")->delimiter(',');
   c->callback([o] { run_bench(*o); });
 });
 

@@ -177,6 +177,7 @@ uint64_t Engine::submit(Request r, EventCallback on_event) {
   auto req = std::make_unique<RequestState>(id, I.next_arrival, std::move(r.prompt), r.sampling, vocab, I.eos, *I.tok,
                                             std::move(on_event));
   if (I.drafter) req->draft_length.emplace(I.opt.spec_tokens);
+  req->forced_drafts = std::move(r.forced_drafts);
   ++I.next_arrival;
   I.live_ids.insert(id);
   I.waiting.push_back(std::move(req));
@@ -398,6 +399,8 @@ void Engine::Impl::plan_drafts(const StepPlan& plan, std::vector<int64_t>& left)
     if (prefix) k = std::min(k, (c0 / layout.block_tokens + 1) * layout.block_tokens - c0 - 1);
     if (k <= 0) continue;
     auto d = drafter->draft(*r.state, r.tokens.back(), int(k), tok_vocab);
+    for (size_t j = 0; j < d.size() && size_t(r.generated()) + j < r.forced_drafts.size(); ++j)
+      d[j] = r.forced_drafts[size_t(r.generated()) + j];  // benchmark: forced acceptance
     if (d.empty() || !pool->reserve(r.pool, c0 + 1 + int64_t(d.size()))) continue;
     r.spec_feed.assign(1, r.tokens.back());
     r.spec_feed.insert(r.spec_feed.end(), d.begin(), d.end());

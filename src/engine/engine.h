@@ -35,6 +35,9 @@ struct Request {
   SamplingParams sampling;      // validated by submit()
   uint64_t id = 0;              // caller's id; 0 = assign one
   int priority = 0;             // reserved; the queue is FIFO (fair) by arrival
+  // Benchmarks only (forced acceptance): with speculation on, drafts are replaced by these
+  // tokens (the request's expected output, e.g. its own greedy continuation).
+  std::vector<int32_t> forced_drafts;
 };
 
 enum class EventKind { token, finished };

@@ -79,6 +79,7 @@ GenerationStats generate(dsv4::Model& model, dsv4::SequenceState& state, const T
       // Drafts past max_tokens or the context would never be kept.
       int64_t k = spec.adaptive ? length.next(spec.load) : spec.max_draft;
       k = std::min({k, *p.max_tokens - st.generated_tokens - 1, model.max_positions() - pos0 - 1});
+      const auto tv = clock::now();  // drafting + verification: what a round with drafts costs
       std::vector<int64_t> feed{pending};
       if (k > 0) {
         auto d = drafter.draft(state, pending, int(k), tok_vocab);
@@ -89,6 +90,7 @@ GenerationStats generate(dsv4::Model& model, dsv4::SequenceState& state, const T
       }
       const int64_t n = int64_t(feed.size());
       auto all = model.forward_all(state, feed.data(), n, undo, &hidden);
+      length.observe_time(n, std::chrono::duration<double>(clock::now() - tv).count());
       int64_t keep = 0;
       while (keep < n) {
         std::copy_n(all.begin() + keep * V, V, row.begin());

@@ -50,6 +50,7 @@ struct RequestState {
   // log of their state writes and the main streams of the step's tokens (the MTP's input).
   std::optional<DraftLength> draft_length;
   std::vector<int64_t> spec_feed;
+  std::vector<int32_t> forced_drafts;  // Request::forced_drafts
   cache::UndoLog undo;
   std::vector<float> hidden;
 

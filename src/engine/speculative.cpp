@@ -8,25 +8,43 @@
 
 namespace strata {
 
-int DraftLength::next(double load) const {
-  if (max_ <= 1) return std::max(max_, 0);
-  const double a = acceptance(), c = cost_ * (1.0 + load);
-  int best = 1;
-  double best_gain = 0, yield = 1, term = 1;
+double DraftLength::cost_per_token() const {
+  if (t1_ > 0 && slope_ > 0) return std::clamp(slope_ / t1_, 0.005, 4.0);
+  return prior_;
+}
+
+int DraftLength::next(double load) {
+  if (max_ <= 0) return 0;
+  const double a = acceptance(), c = cost_per_token() * (1.0 + load);
+  int best = 0;
+  double best_gain = 1.0, yield = 1, term = 1;  // k = 0: one token per plain step
   for (int k = 1; k <= max_; ++k) {
     term *= a;
     yield += term;
     const double gain = yield / (1.0 + c * k);
     if (gain > best_gain) best_gain = gain, best = k;
   }
+  if (best == 0 && ++idle_ >= kProbe) best = 1;
+  if (best > 0) idle_ = 0;
   return best;
 }
 
 void DraftLength::observe(int drafted, int accepted) {
+  if (drafted <= 0) return;
   constexpr double kDecay = 0.9;  // remembers roughly the last ten rounds
   const int tried = accepted + (accepted < drafted ? 1 : 0);
   hits_ = kDecay * hits_ + accepted;
   tries_ = kDecay * tries_ + tried;
+}
+
+void DraftLength::observe_time(int64_t rows, double seconds) {
+  constexpr double kMix = 0.2;
+  if (rows <= 1) {
+    t1_ = t1_ > 0 ? (1 - kMix) * t1_ + kMix * seconds : seconds;
+  } else if (t1_ > 0) {
+    const double s = std::max(0.0, (seconds - t1_) / double(rows - 1));
+    slope_ = slope_ > 0 ? (1 - kMix) * slope_ + kMix * s : s;
+  }
 }
 
 void MtpDrafter::sync(dsv4::SequenceState& st, const int64_t* ids, int64_t n, const float* hidden) const {

@@ -45,19 +45,30 @@ struct SpeculativeStats {
 
 // Chooses each round's draft length from the acceptance rate seen so far: with per-token
 // acceptance a, k drafts yield 1 + a + ... + a^k tokens per round for a cost modelled as
-// 1 + k·c (c: one drafted token's share of a step — an MTP step plus one more verified row,
-// more when the batch is loaded); the k in [1, max] with the best ratio wins.
+// 1 + k·c, where c is one drafted token's share of a step (an MTP step plus one more verified
+// row; more when the batch is loaded). c starts at a prior and, where the caller times its
+// rounds (observe_time), follows the measured time per extra row. The k in [0, max] with the
+// best ratio wins; k = 0 (drafting does not pay) is left every kProbe rounds for one draft, so
+// a rise in acceptance is noticed.
 class DraftLength {
  public:
-  explicit DraftLength(int max_draft, double cost_per_token = 0.1) : max_(max_draft), cost_(cost_per_token) {}
-  int next(double load = 0) const;
+  explicit DraftLength(int max_draft, double cost_per_token = 0.1) : max_(max_draft), prior_(cost_per_token) {}
+  int next(double load = 0);
   void observe(int drafted, int accepted);
-  double acceptance() const { return (hits_ + 1.0) / (tries_ + 2.0); }
+  // A verification pass over `rows` rows (1 = no drafts) took `seconds`.
+  void observe_time(int64_t rows, double seconds);
+  // A weak prior of 1/2 (half a try), so a few rejected rounds are enough to stop drafting.
+  double acceptance() const { return (hits_ + 0.25) / (tries_ + 0.5); }
+  double cost_per_token() const;
+
+  static constexpr int kProbe = 8;
 
  private:
   int max_;
-  double cost_;
+  double prior_;
   double hits_ = 0, tries_ = 0;  // decayed counts of accepted / attempted draft positions
+  double t1_ = 0, slope_ = 0;    // measured seconds of a one-row pass, per extra row (0 = not yet)
+  int idle_ = 0;                 // rounds in a row without drafts
 };
 
 // The MTP block as a drafter. Invariant kept on the state: the MTP has seen every main

@@ -1,0 +1,149 @@
+#include "cli/bench_speculative.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <random>
+
+#include "core/error.h"
+#include "engine/engine.h"
+#include "engine/generation.h"
+
+namespace strata::cli {
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+struct ModeResult {
+  double tokens_per_s = 0;
+  SpeculativeStats spec;
+  std::map<uint64_t, std::vector<int32_t>> outputs;  // per request
+};
+
+std::vector<int32_t> prompt_for(uint64_t seed, int64_t n, int32_t vocab) {
+  std::mt19937_64 rng(seed);
+  std::vector<int32_t> p(static_cast<size_t>(n));
+  for (auto& t : p) t = int32_t(rng() % uint64_t(vocab));
+  return p;
+}
+
+SamplingParams greedy(int64_t decode_tokens) {
+  SamplingParams p;
+  p.max_tokens = decode_tokens;
+  p.ignore_eos = true;
+  return p;
+}
+
+// Batch 1: generate() on one sequence; decode tokens/s excludes the prefill.
+ModeResult run_single(dsv4::Model& m, const Tokenizer& tok, const std::vector<int32_t>& prompt, int64_t decode_tokens,
+                      const SpeculativeOptions& spec) {
+  auto st = m.new_sequence();
+  auto g = generate(m, st, tok, prompt, greedy(decode_tokens), 1, [](const GenerationEvent&) { return true; }, spec);
+  ModeResult r;
+  r.tokens_per_s = g.decode_seconds > 0 ? double(g.generated_tokens - 1) / g.decode_seconds : 0;
+  r.spec = g.spec;
+  r.outputs[1] = g.tokens;
+  return r;
+}
+
+// Batch B: B requests through the engine at once; decode tokens/s is counted from the moment
+// every request has its first token (all prefills done) to the last token.
+ModeResult run_batch(const std::shared_ptr<dsv4::Model>& m, const std::shared_ptr<const Tokenizer>& tok, int batch,
+                     int64_t prompt_tokens, int64_t decode_tokens, int spec_tokens, bool adaptive,
+                     const std::map<uint64_t, std::vector<int32_t>>* forced) {
+  engine::EngineOptions eo;
+  eo.max_running = batch;
+  eo.max_context = prompt_tokens + decode_tokens + 1;
+  eo.spec_tokens = spec_tokens;
+  eo.spec_adaptive = adaptive;
+  eo.prefix_cache = false;
+  engine::Engine eng(m, tok, eo);
+  std::mutex mu;
+  std::condition_variable cv;
+  int done = 0, started = 0;
+  std::string error;
+  int64_t after_start = 0;
+  clock::time_point t_all_started, t_end;
+  ModeResult r;
+  for (int b = 0; b < batch; ++b) {
+    engine::Request q;
+    q.id = uint64_t(b + 1);
+    q.prompt = prompt_for(100 + uint64_t(b), prompt_tokens, tok->vocab_size());
+    q.sampling = greedy(decode_tokens);
+    if (forced) q.forced_drafts = forced->at(q.id);
+    eng.submit(std::move(q), [&](const engine::Event& e) {
+      std::lock_guard lk(mu);
+      if (e.kind == engine::EventKind::token) {
+        auto& out = r.outputs[e.request_id];
+        out.push_back(e.token);
+        if (out.size() == 1 && ++started == batch) t_all_started = clock::now();
+        else if (started == batch) ++after_start;
+      }
+      if (e.finish != FinishReason::none || e.cancelled || !e.error.empty()) {
+        if (!e.error.empty()) error = e.error;
+        if (++done == batch) t_end = clock::now();
+        cv.notify_all();
+      }
+    });
+  }
+  std::unique_lock lk(mu);
+  cv.wait(lk, [&] { return done == batch; });
+  if (!error.empty()) throw Error("bench: a request failed: " + error);
+  const double s = std::chrono::duration<double>(t_end - t_all_started).count();
+  r.tokens_per_s = s > 0 ? double(after_start) / s : 0;
+  auto mt = eng.metrics();
+  r.spec = {mt.spec_rounds, mt.spec_drafted, mt.spec_accepted, mt.spec_emitted};
+  return r;
+}
+
+nlohmann::ordered_json report(const ModeResult& r, double plain_tps) {
+  nlohmann::ordered_json j;
+  j["tokens_per_s"] = r.tokens_per_s;
+  j["speedup"] = plain_tps > 0 ? r.tokens_per_s / plain_tps : 0;
+  if (r.spec.rounds) {
+    j["acceptance_rate"] = r.spec.acceptance_rate();
+    j["mean_accepted_length"] = r.spec.mean_accepted_length();
+  }
+  return j;
+}
+
+}  // namespace
+
+nlohmann::ordered_json bench_speculative(const std::shared_ptr<dsv4::Model>& model,
+                                         const std::shared_ptr<const Tokenizer>& tok, int spec_tokens,
+                                         int64_t prompt_tokens, int64_t decode_tokens, const std::vector<int>& batches) {
+  if (model->n_mtp() == 0) throw Error("bench --spec-tokens: the checkpoint has no MTP block");
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (int batch : batches) {
+    ModeResult plain, mtp, forced;
+    if (batch == 1) {
+      const auto prompt = prompt_for(100, prompt_tokens, tok->vocab_size());
+      plain = run_single(*model, *tok, prompt, decode_tokens, {});
+      SpeculativeOptions o;
+      o.max_draft = spec_tokens;
+      mtp = run_single(*model, *tok, prompt, decode_tokens, o);
+      SpeculativeOptions f = o;
+      f.adaptive = false;
+      f.forced = &plain.outputs[1];
+      forced = run_single(*model, *tok, prompt, decode_tokens, f);
+    } else {
+      plain = run_batch(model, tok, batch, prompt_tokens, decode_tokens, 0, true, nullptr);
+      mtp = run_batch(model, tok, batch, prompt_tokens, decode_tokens, spec_tokens, true, nullptr);
+      forced = run_batch(model, tok, batch, prompt_tokens, decode_tokens, spec_tokens, false, &plain.outputs);
+    }
+    // Speculation must not change a single token.
+    const bool identical = mtp.outputs == plain.outputs && forced.outputs == plain.outputs;
+    nlohmann::ordered_json j;
+    j["batch"] = batch;
+    j["spec_tokens"] = spec_tokens;
+    j["outputs_identical"] = identical;
+    j["plain"] = report(plain, plain.tokens_per_s);
+    j["mtp"] = report(mtp, plain.tokens_per_s);
+    j["forced_acceptance"] = report(forced, plain.tokens_per_s);
+    out.push_back(j);
+  }
+  return out;
+}
+
+}  // namespace strata::cli

@@ -1,0 +1,22 @@
+// The speculative-decoding part of `strata bench --spec-tokens N`: decode tokens/s without
+// speculation, with MTP drafts, and with forced acceptance (drafts replaced by the target's
+// own greedy continuation: the verification path's cost and the ceiling), at batch 1
+// (generate()) and at larger batches (the engine), with acceptance rate and mean accepted
+// length.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "models/deepseek_v4/model.h"
+#include "text/tokenizer.h"
+
+namespace strata::cli {
+
+nlohmann::ordered_json bench_speculative(const std::shared_ptr<dsv4::Model>& model,
+                                         const std::shared_ptr<const Tokenizer>& tok, int spec_tokens,
+                                         int64_t prompt_tokens, int64_t decode_tokens, const std::vector<int>& batches);
+
+}  // namespace strata::cli
