@@ -273,6 +273,36 @@ test('32 concurrent streams equal sequential greedy runs', async () => {
   for (const s of streams) assert.ok(['stop', 'length'].includes(s.finish[0]));
 });
 
+test('a speculative server (--spec-tokens 3) gives the same outputs and reports acceptance', async () => {
+  const spec = await startServer(['--spec-tokens', '3', '--max-running', '4']);
+  try {
+    const sc = new OpenAI({ baseURL: spec.url + '/v1', apiKey: KEY, maxRetries: 0, timeout: 60000 });
+    const reqs = [
+      { model: NAME, messages: user('Count to twenty'), max_tokens: 20, temperature: 0 },
+      { model: NAME, messages: user('A story about a cat'), max_tokens: 20, temperature: 0.8, seed: 3, top_p: 0.9 },
+      { model: NAME, prompt: 'Once upon a time', max_tokens: 20, temperature: 0 },
+    ];
+    const run = async (c, r) => (r.prompt ? (await c.completions.create(r)).choices[0].text
+      : (await c.chat.completions.create(r)).choices[0].message.content);
+    const plain = [], fast = [];
+    for (const r of reqs) plain.push(await run(client, r));
+    for (const r of reqs) fast.push(await run(sc, r));
+    const streamed = await Promise.all(reqs.slice(0, 2).map(async (r) => collect(await sc.chat.completions.create({ ...r, stream: true }))));
+    assert.deepEqual(fast, plain);
+    assert.deepEqual(streamed.map((s) => s.content[0] ?? ''), plain.slice(0, 2));
+    const r = await fetch(spec.url + '/metrics', { headers: { Authorization: 'Bearer ' + KEY } });
+    const m = await r.text();
+    assert.ok(metric(m, 'strata_spec_rounds_total') > 0, m);
+    assert.ok(metric(m, 'strata_spec_draft_tokens_total') > 0, m);
+    for (const name of ['strata_spec_accepted_tokens_total', 'strata_spec_acceptance_rate', 'strata_spec_mean_accepted_length'])
+      assert.notEqual(metric(m, name), null, name);
+  } finally {
+    spec.proc.kill('SIGTERM');
+    const e = await spec.exited;
+    assert.equal(e.code, 0, e.err);
+  }
+});
+
 test('bad input is answered in the OpenAI error shape', async () => {
   const chat = (o) => JSON.stringify({ model: NAME, messages: user('x'), max_tokens: 2, ...o });
   assertError(await raw('/v1/chat/completions', { body: '{"messages": [' }), 400);
