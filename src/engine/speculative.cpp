@@ -64,7 +64,7 @@ void MtpDrafter::sync(dsv4::SequenceState& st, const int64_t* ids, int64_t n, co
   }
   rows.insert(rows.end(), hidden, hidden + (n - 1) * hcd);
   next.insert(next.end(), ids + 1, ids + n);
-  if (!next.empty()) m_.mtp_forward(st, rows.data(), next.data(), int64_t(next.size()));
+  if (!next.empty()) m_.mtp_advance(st, rows.data(), next.data(), int64_t(next.size()));
   st.mtp_hidden.assign(hidden + (n - 1) * hcd, hidden + n * hcd);
 }
 

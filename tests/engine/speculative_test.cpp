@@ -198,6 +198,30 @@ TEST_P(SpeculativeModel, GenerateWithSpeculationEqualsPlainDecoding) {
 
 INSTANTIATE_TEST_SUITE_P(Presets, SpeculativeModel, ::testing::Values("flash-tiny", "pro-tiny"));
 
+// A long generation from a short prompt: drafts with rejections at every offset cross the
+// window wrap (128), two HCA entries (128, 256), 70 CSA blocks and the top-32 threshold.
+TEST(Speculative, LongGenerationWithRejectionsEqualsPlainDecoding) {
+  const auto& m = tiny_model("flash-tiny");
+  std::vector<int32_t> prompt;
+  for (auto x : random_ids(20, 128000, 14)) prompt.push_back(int32_t(x));
+  SamplingParams p;
+  p.max_tokens = 280;
+  p.ignore_eos = true;
+  const GenRun plain = run(m, tokenizer(), prompt, p, {});
+  std::vector<int32_t> bent = plain.stats.tokens;
+  for (size_t i = 2; i < bent.size(); i += 2 + i % 4) bent[i] = (bent[i] + 7) % 128000;
+  SpeculativeOptions f;
+  f.max_draft = 4;
+  f.adaptive = false;
+  f.forced = &bent;
+  const GenRun s = run(m, tokenizer(), prompt, p, f);
+  EXPECT_EQ(s.stats.tokens, plain.stats.tokens);
+  EXPECT_EQ(s.text, plain.text);
+  expect_main_equal(s.state, plain.state, "long");
+  EXPECT_GT(s.stats.spec.accepted, 0);
+  EXPECT_LT(s.stats.spec.accepted, s.stats.spec.drafted);
+}
+
 // A chat turn after a speculative one keeps the MTP in step and still equals plain decoding.
 TEST(Speculative, SecondTurnOnTheSameState) {
   const auto& m = tiny_model("flash-tiny");

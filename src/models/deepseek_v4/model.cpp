@@ -231,6 +231,16 @@ vector<float> Model::forward(SequenceState& st, const int64_t* ids, int64_t n, v
 
 vector<float> Model::mtp_forward(SequenceState& st, const float* hidden, const int64_t* next_ids, int64_t n, int64_t j,
                                  cache::UndoLog* undo, vector<float>* streams) const {
+  vector<float> x = mtp_advance(st, hidden, next_ids, n, j, undo);
+  const MtpWeights& m = w_.mtp[size_t(j)];
+  const int64_t hcd = cfg_.hc_mult * cfg_.hidden_size;
+  auto logits = logits_from_state(x.data() + (n - 1) * hcd, m.hc_head, m.norm);
+  if (streams) *streams = std::move(x);
+  return logits;
+}
+
+vector<float> Model::mtp_advance(SequenceState& st, const float* hidden, const int64_t* next_ids, int64_t n, int64_t j,
+                                 cache::UndoLog* undo) const {
   if (j < 0 || j >= n_mtp()) throw Error("mtp_forward: the checkpoint has no MTP block " + std::to_string(j));
   if (st.mtp.size() != w_.mtp.size()) throw Error("mtp_forward: sequence state does not belong to this model");
   check_ids(next_ids, n, st.mtp_pos[size_t(j)]);
@@ -254,9 +264,7 @@ vector<float> Model::mtp_forward(SequenceState& st, const float* hidden, const i
   const size_t L = size_t(cfg_.num_hidden_layers + j);
   run_block(m.block, attn_[L], moe_[L], st.mtp[size_t(j)], x.data(), next_ids, n, st.mtp_pos[size_t(j)], undo);
   st.mtp_pos[size_t(j)] += n;
-  auto logits = logits_from_state(x.data() + (n - 1) * hc * d, m.hc_head, m.norm);
-  if (streams) *streams = std::move(x);
-  return logits;
+  return x;
 }
 
 }  // namespace strata::dsv4

@@ -79,6 +79,10 @@ class Model {
   int64_t n_mtp() const { return int64_t(w_.mtp.size()); }
   std::vector<float> mtp_forward(SequenceState& st, const float* hidden, const int64_t* next_ids, int64_t n, int64_t j = 0,
                                  cache::UndoLog* undo = nullptr, std::vector<float>* streams = nullptr) const;
+  // The same without the logits (the head is the largest matrix: a catch-up that only feeds the
+  // block its positions skips it); returns the block's output streams [n][hc][d].
+  std::vector<float> mtp_advance(SequenceState& st, const float* hidden, const int64_t* next_ids, int64_t n,
+                                 int64_t j = 0, cache::UndoLog* undo = nullptr) const;
 
   // Speculative decoding: runs ids[0..n) like forward() but returns the logits of every row
   // [n][vocab] (row i: the prediction after ids[i]), recording every state write in undo.
