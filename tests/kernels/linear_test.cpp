@@ -161,6 +161,15 @@ TEST(Linear, SimdDequantMatchesScalarBitwise) {
     dequant_fn(Isa::avx512)(w4, r, b.data());
     ASSERT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0) << "fp4 row " << r;
   }
+  for (int64_t in : {256, 250}) {  // 250: BF16 tail path
+    LinearWeight wb{WeightFormat::bf16, m.bf16.data(), nullptr, 100, in};
+    std::vector<float> x(static_cast<size_t>(in)), y(static_cast<size_t>(in));
+    for (int64_t r = 0; r < 100; ++r) {
+      dequant_row(wb, r, x.data());
+      dequant_fn(Isa::avx512)(wb, r, y.data());
+      ASSERT_EQ(std::memcmp(x.data(), y.data(), x.size() * 4), 0) << "bf16 row " << r;
+    }
+  }
 }
 
 }  // namespace
