@@ -397,11 +397,12 @@ void Engine::Impl::plan_drafts(const StepPlan& plan, std::vector<int64_t>& left)
     int64_t k = opt.spec_adaptive ? r.draft_length->next(load) : opt.spec_tokens;
     k = std::min({k, spare, *r.sampler.params().max_tokens - r.generated() - 1, max_context - c0 - 1});
     if (prefix) k = std::min(k, (c0 / layout.block_tokens + 1) * layout.block_tokens - c0 - 1);
-    if (k <= 0) continue;
+    // The pool first: no drafting for tokens it could not hold.
+    if (k <= 0 || !pool->reserve(r.pool, c0 + 1 + k)) continue;
     auto d = drafter->draft(*r.state, r.tokens.back(), int(k), tok_vocab);
-    for (size_t j = 0; j < d.size() && size_t(r.generated()) + j < r.forced_drafts.size(); ++j)
-      d[j] = r.forced_drafts[size_t(r.generated()) + j];  // benchmark: forced acceptance
-    if (d.empty() || !pool->reserve(r.pool, c0 + 1 + int64_t(d.size()))) continue;
+    pool->shrink(r.pool, c0 + 1 + int64_t(d.size()));  // fewer drafts than asked (none when out of step)
+    if (d.empty()) continue;
+    force_drafts(d, r.forced_drafts, r.generated());  // benchmarks only
     r.spec_feed.assign(1, r.tokens.back());
     r.spec_feed.insert(r.spec_feed.end(), d.begin(), d.end());
     left[i] = int64_t(r.spec_feed.size());

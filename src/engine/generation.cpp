@@ -83,9 +83,7 @@ GenerationStats generate(dsv4::Model& model, dsv4::SequenceState& state, const T
       std::vector<int64_t> feed{pending};
       if (k > 0) {
         auto d = drafter.draft(state, pending, int(k), tok_vocab);
-        if (spec.forced)  // forced acceptance: the known continuation replaces the drafts
-          for (size_t i = 0; i < d.size() && size_t(st.generated_tokens) + i < spec.forced->size(); ++i)
-            d[i] = (*spec.forced)[size_t(st.generated_tokens) + i];
+        if (spec.forced) force_drafts(d, *spec.forced, st.generated_tokens);
         feed.insert(feed.end(), d.begin(), d.end());
       }
       const int64_t n = int64_t(feed.size());

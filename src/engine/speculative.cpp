@@ -47,14 +47,18 @@ void DraftLength::observe_time(int64_t rows, double seconds) {
   }
 }
 
+bool MtpDrafter::one_behind(const dsv4::SequenceState& st, int64_t pos) const {
+  const auto& cfg = m_.config();
+  return pos > 0 && st.mtp_pos[0] == pos - 1 && int64_t(st.mtp_hidden.size()) == cfg.hc_mult * cfg.hidden_size;
+}
+
 void MtpDrafter::sync(dsv4::SequenceState& st, const int64_t* ids, int64_t n, const float* hidden) const {
   if (m_.n_mtp() == 0) throw Error("speculative decoding needs an MTP block; the checkpoint has none");
   const auto& cfg = m_.config();
   const int64_t hcd = cfg.hc_mult * cfg.hidden_size, pos0 = st.pos - n;
   std::vector<float> rows;
   std::vector<int64_t> next;
-  const bool in_step = (pos0 == 0 && st.mtp_pos[0] == 0) ||
-                       (pos0 > 0 && st.mtp_pos[0] == pos0 - 1 && int64_t(st.mtp_hidden.size()) == hcd);
+  const bool in_step = (pos0 == 0 && st.mtp_pos[0] == 0) || one_behind(st, pos0);
   if (in_step && pos0 > 0) {  // the pending position pos0 - 1 learns its next token, ids[0]
     rows.insert(rows.end(), st.mtp_hidden.begin(), st.mtp_hidden.end());
     next.push_back(ids[0]);
@@ -70,11 +74,8 @@ void MtpDrafter::sync(dsv4::SequenceState& st, const int64_t* ids, int64_t n, co
 
 std::vector<int64_t> MtpDrafter::draft(dsv4::SequenceState& st, int64_t pending, int k, int64_t vocab_limit) const {
   std::vector<int64_t> out;
-  const auto& cfg = m_.config();
   // Only an MTP in step (see sync) knows the hidden state it drafts from.
-  if (k <= 0 || m_.n_mtp() == 0 || st.mtp_pos[0] != st.pos - 1 ||
-      int64_t(st.mtp_hidden.size()) != cfg.hc_mult * cfg.hidden_size)
-    return out;
+  if (k <= 0 || m_.n_mtp() == 0 || !one_behind(st, st.pos)) return out;
   cache::UndoLog undo;
   const int64_t start = st.mtp_pos[0];
   std::vector<float> h = st.mtp_hidden, streams;
@@ -89,6 +90,11 @@ std::vector<int64_t> MtpDrafter::draft(dsv4::SequenceState& st, int64_t pending,
   }
   m_.rollback_mtp(st, undo, start);
   return out;
+}
+
+void force_drafts(std::vector<int64_t>& drafts, const std::vector<int32_t>& forced, int64_t generated) {
+  for (size_t j = 0; j < drafts.size() && size_t(generated) + j < forced.size(); ++j)
+    drafts[j] = forced[size_t(generated) + j];
 }
 
 SpeculativeChoice speculative_accept(std::span<const float> p, std::span<const float> q, int32_t d, double u1,

@@ -88,6 +88,8 @@ class MtpDrafter {
   std::vector<int64_t> draft(dsv4::SequenceState& st, int64_t pending, int k, int64_t vocab_limit) const;
 
  private:
+  // The MTP has run every position before pos − 1 and holds the main streams of pos − 1.
+  bool one_behind(const dsv4::SequenceState& st, int64_t pos) const;
   const dsv4::Model& m_;
 };
 
@@ -98,6 +100,10 @@ struct SpeculativeChoice {
   int32_t token;
   bool accepted;
 };
+// Forced acceptance (benchmarks): drafts[j] becomes forced[generated + j] where forced has it,
+// generated being the tokens the request has produced so far.
+void force_drafts(std::vector<int64_t>& drafts, const std::vector<int32_t>& forced, int64_t generated);
+
 SpeculativeChoice speculative_accept(std::span<const float> p, std::span<const float> q, int32_t d, double u1, double u2);
 
 }  // namespace strata
