@@ -2,9 +2,16 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
+#include <mutex>
 #include <thread>
 #include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace strata::kernels {
 
@@ -17,6 +24,101 @@ int default_threads() {
   }
   return std::max(1u, std::thread::hardware_concurrency());
 }
+
+inline void cpu_relax() {
+#if defined(__x86_64__)
+  _mm_pause();
+#endif
+}
+
+// Persistent workers: a decode step issues hundreds of small products, and spawning threads
+// for each cost more than the products themselves. Workers spin briefly after a job (the next
+// one usually follows within microseconds), then sleep on a condition variable. Work is split
+// into the same contiguous ranges as before, so results never depend on the pool.
+class WorkerPool {
+ public:
+  explicit WorkerPool(int size) : size_(size) {
+    for (int i = 1; i < size; ++i) threads_.emplace_back([this, i] { work(i); });
+  }
+  ~WorkerPool() {
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      stop_ = true;
+      gen_.fetch_add(1);
+    }
+    wake_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+  int size() const { return size_; }
+
+  // Runs fn over `parts` contiguous chunks of [0, n); chunk 0 on the calling thread.
+  void run(int64_t n, int64_t parts, const std::function<void(int64_t, int64_t)>& fn) {
+    fn_ = &fn;
+    n_ = n;
+    parts_ = parts;
+    chunk_ = (n + parts - 1) / parts;
+    pending_.store(size_ - 1);
+    gen_.fetch_add(1);
+    if (sleeping_.load() > 0) {
+      std::lock_guard<std::mutex> lk(m_);
+      wake_.notify_all();
+    }
+    struct Join {  // the workers finish their chunks even if ours throws
+      std::atomic<int>& pending;
+      ~Join() {
+        while (pending.load(std::memory_order_acquire) > 0) cpu_relax();
+      }
+    } join{pending_};
+    fn(0, std::min(n, chunk_));
+  }
+
+ private:
+  void work(int index) {
+    uint64_t seen = 0;
+    for (;;) {
+      uint64_t g = gen_.load(std::memory_order_acquire);
+      if (g == seen) {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
+        int spins = 0;
+        while ((g = gen_.load(std::memory_order_acquire)) == seen) {
+          cpu_relax();
+          if (++spins % 256 == 0 && std::chrono::steady_clock::now() > until) break;
+        }
+      }
+      if (g == seen) {
+        std::unique_lock<std::mutex> lk(m_);
+        sleeping_.fetch_add(1);
+        wake_.wait(lk, [&] { return gen_.load() != seen; });
+        sleeping_.fetch_sub(1);
+        g = gen_.load();
+      }
+      seen = g;
+      if (stop_) return;
+      if (index < parts_) {
+        const int64_t b = index * chunk_, e = std::min(n_, b + chunk_);
+        if (b < e) (*fn_)(b, e);
+      }
+      pending_.fetch_sub(1, std::memory_order_release);
+    }
+  }
+
+  const int size_;
+  std::vector<std::thread> threads_;
+  std::mutex m_;
+  std::condition_variable wake_;
+  std::atomic<uint64_t> gen_{0};
+  std::atomic<int> pending_{0}, sleeping_{0};
+  bool stop_ = false;
+  // The current job; written before gen_ is bumped, read after it is seen.
+  const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
+  int64_t n_ = 0, parts_ = 0, chunk_ = 0;
+};
+
+// One pool at a time; a second caller (another thread, or a job that itself calls
+// parallel_for) runs inline rather than waiting.
+std::mutex g_pool_mutex;
+WorkerPool* g_pool = nullptr;  // never destroyed: workers may still sleep at exit
+thread_local bool t_in_job = false;
 }  // namespace
 
 int num_threads() {
@@ -32,19 +134,22 @@ void set_num_threads(int n) { g_threads.store(n > 0 ? n : int(std::max(1u, std::
 
 void parallel_for(int64_t n, int64_t min_per_thread, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
-  int64_t t = std::min<int64_t>(num_threads(), n / std::max<int64_t>(1, min_per_thread));
-  if (t <= 1) {
+  const int threads = num_threads();
+  const int64_t t = std::min<int64_t>(threads, n / std::max<int64_t>(1, min_per_thread));
+  if (t <= 1 || t_in_job || !g_pool_mutex.try_lock()) {
     fn(0, n);
     return;
   }
-  std::vector<std::thread> workers;
-  const int64_t chunk = (n + t - 1) / t;
-  for (int64_t i = 1; i < t; ++i) {
-    int64_t b = i * chunk, e = std::min(n, b + chunk);
-    if (b < e) workers.emplace_back([&fn, b, e] { fn(b, e); });
+  std::lock_guard<std::mutex> lk(g_pool_mutex, std::adopt_lock);
+  if (!g_pool || g_pool->size() != threads) {
+    delete g_pool;
+    g_pool = new WorkerPool(threads);
   }
-  fn(0, std::min(n, chunk));
-  for (auto& w : workers) w.join();
+  struct InJob {
+    InJob() { t_in_job = true; }
+    ~InJob() { t_in_job = false; }
+  } in_job;
+  g_pool->run(n, t, fn);
 }
 
 }  // namespace strata::kernels
