@@ -79,12 +79,6 @@ uint8_t f32_to_e4m3(float f, bool saturate) {
   return uint8_t(sign | code);
 }
 
-float e8m0_to_f32(uint8_t e) {
-  if (e == kE8M0NaN) return std::bit_cast<float>(0x7FC00000u);
-  if (e == 0) return std::bit_cast<float>(0x00400000u);  // 2^-127 is an f32 subnormal
-  return std::bit_cast<float>(uint32_t(e) << 23);
-}
-
 uint8_t e8m0_ceil_from_f32(float x) {
   if (std::isnan(x)) return kE8M0NaN;
   if (!(x > 0.0f)) return 0;

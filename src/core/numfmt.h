@@ -28,7 +28,12 @@ float e4m3_to_f32(uint8_t v);
 uint8_t f32_to_e4m3(float f, bool saturate = true);
 
 inline constexpr uint8_t kE8M0NaN = 0xFF;
-float e8m0_to_f32(uint8_t e);
+// Inline: kernels call it once per scale block inside their inner loops.
+inline float e8m0_to_f32(uint8_t e) {
+  if (e == kE8M0NaN) return std::bit_cast<float>(0x7FC00000u);
+  if (e == 0) return std::bit_cast<float>(0x00400000u);  // 2^-127 is an f32 subnormal
+  return std::bit_cast<float>(uint32_t(e) << 23);
+}
 // Smallest power of two >= x, as a scale byte (DeepSeek's fast_round_scale: ceil(log2 x)).
 // x must be positive and finite; results are clamped to the representable [2^-127, 2^127].
 uint8_t e8m0_ceil_from_f32(float x);
