@@ -31,6 +31,15 @@ using DequantFn = void (*)(const LinearWeight& w, int64_t r, float* dst);
 namespace avx512 { void dequant_row(const LinearWeight& w, int64_t r, float* dst); }
 DequantFn dequant_fn(Isa isa);
 
+// The fused AVX-512 products (avx512/linear_avx512.cpp), bit-identical to dequant_row + dot:
+// outputs [nb, ne) of y[rows, out] from the activation already quantized and widened to fp64
+// (x: rows × in doubles). panel: 4 × in doubles of scratch (used when rows > 1).
+namespace avx512 {
+bool linear_supported(const LinearWeight& w);
+void linear_range(const LinearWeight& w, const double* x, int64_t rows, float* y, bool round_bf16, int64_t nb,
+                  int64_t ne, double* panel);
+}  // namespace avx512
+
 // y[rows, out] = x[rows, in] · Wᵀ. round_bf16: round outputs to bf16 (the reference's fp8/fp4
 // GEMMs and bf16 F.linear return bf16; its fp32 linears — gate, compressor, head — do not).
 void linear(const LinearWeight& w, const float* x, int64_t rows, float* y, bool round_bf16);

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -168,6 +169,65 @@ TEST(Linear, SimdDequantMatchesScalarBitwise) {
       dequant_row(wb, r, x.data());
       dequant_fn(Isa::avx512)(wb, r, y.data());
       ASSERT_EQ(std::memcmp(x.data(), y.data(), x.size() * 4), 0) << "bf16 row " << r;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace strata::kernels
+
+namespace strata::kernels {
+namespace {
+
+// The fused AVX-512 products against the scalar reference definition (dequant_row, then one
+// canonical dot per output), bitwise: every format, single and several activation rows (the
+// GEMV and the panel kernels, every remainder of 4 weight rows and 3 activation rows), lengths
+// with and without a 128-column scale-block tail, and f32 data whose magnitudes span ~2^60 so
+// that the fp64 sum actually rounds (a wrong lane order would show).
+TEST(Linear, FusedAvx512MatchesScalarDefinitionBitwise) {
+  if (detected_isa() != Isa::avx512 || active_isa() != Isa::avx512) GTEST_SKIP() << "AVX-512 not active";
+  std::mt19937 rng(21);
+  const int64_t out = 203;
+  for (int64_t in : {256, 208, 1024}) {
+    std::vector<uint8_t> fp8(size_t(out * in)), fp8s(size_t(((out + 127) / 128) * ((in + 127) / 128)));
+    for (auto& b : fp8) { b = uint8_t(rng()); if ((b & 0x7F) == 0x7F) b = 0x7E; }
+    for (auto& s : fp8s) s = uint8_t(118 + rng() % 8);
+    std::vector<uint8_t> fp4(size_t(out * in / 2)), fp4s(size_t(out * in / 32));
+    for (auto& b : fp4) b = uint8_t(rng());
+    for (auto& s : fp4s) s = uint8_t(120 + rng() % 8);
+    std::vector<uint16_t> bf(size_t(out * in));
+    std::vector<float> f32(size_t(out * in));
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (size_t i = 0; i < f32.size(); ++i) {
+      f32[i] = std::ldexp(u(rng), int(rng() % 60) - 30);
+      bf[i] = f32_to_bf16(std::ldexp(u(rng), int(rng() % 40) - 20));
+    }
+    std::vector<LinearWeight> ws = {{WeightFormat::fp8, fp8.data(), fp8s.data(), out, in},
+                                    {WeightFormat::bf16, bf.data(), nullptr, out, in},
+                                    {WeightFormat::f32, f32.data(), nullptr, out, in}};
+    if (in % 32 == 0) ws.push_back({WeightFormat::fp4, fp4.data(), fp4s.data(), out, in});
+    for (const auto& w : ws) {
+      const bool quantized = w.format == WeightFormat::fp8 || w.format == WeightFormat::fp4;
+      if (quantized && in % 128 != 0) continue;  // activation blocks of 128
+      for (int64_t rows : {1, 2, 3, 4, 5, 7}) {
+        std::vector<float> x(size_t(rows * in));
+        for (auto& v : x) v = std::ldexp(u(rng), int(rng() % 30) - 15);
+        std::vector<float> xq(x), y(static_cast<size_t>(rows * out)), row(static_cast<size_t>(in));
+        if (quantized)
+          for (int64_t r = 0; r < rows; ++r) quant_fp8(x.data() + r * in, in, kActBlock, xq.data() + r * in);
+        for (bool rb : {false, true}) {
+          linear(w, x.data(), rows, y.data(), rb);
+          for (int64_t n = 0; n < out; ++n) {
+            dequant_row(w, n, row.data());
+            for (int64_t r = 0; r < rows; ++r) {
+              float ref = dot(xq.data() + r * in, row.data(), in);
+              if (rb) ref = round_bf16(ref);
+              ASSERT_EQ(std::bit_cast<uint32_t>(y[size_t(r * out + n)]), std::bit_cast<uint32_t>(ref))
+                  << "format " << int(w.format) << " in " << in << " rows " << rows << " out " << n << " row " << r;
+            }
+          }
+        }
+      }
     }
   }
 }

@@ -72,11 +72,24 @@ void linear(const LinearWeight& w, const float* x, int64_t rows, float* y, bool 
     for (int64_t r = 0; r < rows; ++r) quant_fp8(x + r * in, in, kActBlock, xq.data() + r * in);
     x = xq.data();
   }
+  if (active_isa() == Isa::avx512 && avx512::linear_supported(w)) {
+    // Fused decode + dot: the activation widened once, outputs in blocks of 4 weight rows.
+    std::vector<double> xd(size_t(rows * in));
+    for (int64_t i = 0; i < rows * in; ++i) xd[size_t(i)] = double(x[i]);
+    const int64_t blocks = (out + 3) / 4;
+    const int64_t min_blocks = std::max<int64_t>(4, (int64_t(1) << 16) / std::max<int64_t>(1, 4 * in * rows));
+    parallel_for(blocks, min_blocks, [&](int64_t b, int64_t e) {
+      thread_local std::vector<double> panel;
+      if (rows > 1 && panel.size() < size_t(4 * in)) panel.resize(size_t(4 * in));
+      avx512::linear_range(w, xd.data(), rows, y, rb, b * 4, std::min(out, e * 4), panel.data());
+    });
+    return;
+  }
   // Output rows split across threads; each weight row is dequantized once for the whole batch.
   const DotFn dotf = dot_fn();  // every ISA's dot is bit-identical (kernels/dot.h)
   const DequantFn deq = dequant_fn(active_isa());
-  // Small products run inline: spawning workers costs more than it saves below ~1M MACs.
-  const int64_t min_rows = std::max<int64_t>(16, (int64_t(1) << 20) / std::max<int64_t>(1, in * rows));
+  // Small products run inline: handing work to the pool costs more than it saves below ~64K MACs.
+  const int64_t min_rows = std::max<int64_t>(16, (int64_t(1) << 16) / std::max<int64_t>(1, in * rows));
   parallel_for(out, min_rows, [&](int64_t b, int64_t e) {
     std::vector<float> row(static_cast<size_t>(in));
     for (int64_t n = b; n < e; ++n) {

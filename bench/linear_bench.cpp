@@ -1,0 +1,74 @@
+// Linear-layer throughput per weight format, from memory (weights rotate through copies that
+// together exceed the last-level cache, as a decode step's weights do): weight GB/s and fp64
+// multiply-adds per second, for one activation row (decode GEMV) and several (batched decode,
+// verification, prefill). Shapes are V4-Flash's: routed expert w1 (2048 × 4096, FP4), attention
+// wq_b (32768 × 1024, FP8), the bf16 head slice (16384 × 4096).
+// Run: build/<dir>/bench/linear_bench [--benchmark_filter=...]; STRATA_THREADS sets threads.
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/linear.h"
+
+namespace {
+
+using strata::kernels::LinearWeight;
+using strata::kernels::WeightFormat;
+
+struct Copies {
+  std::vector<std::vector<uint8_t>> data, scale;
+  std::vector<LinearWeight> w;
+  int64_t bytes = 0;
+};
+
+Copies make(WeightFormat f, int64_t out, int64_t in) {
+  Copies c;
+  const int64_t wb = f == WeightFormat::fp4 ? out * in / 2 : f == WeightFormat::fp8 ? out * in : out * in * 2;
+  const int64_t sb = f == WeightFormat::fp4 ? out * in / 32 : f == WeightFormat::fp8 ? ((out + 127) / 128) * (in / 128) : 0;
+  const int copies = int(std::max<int64_t>(2, (int64_t(256) << 20) / wb));
+  std::mt19937 rng(1);
+  for (int i = 0; i < copies; ++i) {
+    std::vector<uint8_t> d(static_cast<size_t>(wb)), s(static_cast<size_t>(sb));
+    for (auto& b : d) b = uint8_t(rng() & 0x3F);  // finite codes, modest magnitudes
+    for (auto& b : s) b = uint8_t(120 + rng() % 8);
+    c.data.push_back(std::move(d));
+    c.scale.push_back(std::move(s));
+  }
+  for (int i = 0; i < copies; ++i)
+    c.w.push_back({f, c.data[size_t(i)].data(), sb ? c.scale[size_t(i)].data() : nullptr, out, in});
+  c.bytes = wb + sb;
+  return c;
+}
+
+void run(benchmark::State& st, WeightFormat f, int64_t out, int64_t in) {
+  const int64_t rows = st.range(0);
+  static Copies c;
+  static WeightFormat made = WeightFormat::f32;
+  static int64_t made_out = 0;
+  if (made_out != out || made != f) c = make(f, out, in), made = f, made_out = out;
+  std::vector<float> x(size_t(rows * in)), y(size_t(rows * out));
+  std::mt19937 rng(2);
+  std::normal_distribution<float> nd;
+  for (auto& v : x) v = nd(rng);
+  size_t i = 0;
+  for (auto _ : st) {
+    strata::kernels::linear(c.w[i++ % c.w.size()], x.data(), rows, y.data(), true);
+    benchmark::DoNotOptimize(y.data());
+  }
+  st.counters["weight_GB/s"] = benchmark::Counter(double(c.bytes), benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["GMAC/s"] = benchmark::Counter(double(out * in * rows) / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_Fp4Expert(benchmark::State& st) { run(st, WeightFormat::fp4, 2048, 4096); }
+void BM_Fp8Wqb(benchmark::State& st) { run(st, WeightFormat::fp8, 32768, 1024); }
+void BM_Bf16Head(benchmark::State& st) { run(st, WeightFormat::bf16, 16384, 4096); }
+
+}  // namespace
+
+BENCHMARK(BM_Fp4Expert)->Arg(1)->Arg(4)->Arg(16)->UseRealTime();
+BENCHMARK(BM_Fp8Wqb)->Arg(1)->Arg(4)->Arg(16)->UseRealTime();
+BENCHMARK(BM_Bf16Head)->Arg(1)->Arg(4)->Arg(16)->UseRealTime();
+
+BENCHMARK_MAIN();
