@@ -1,0 +1,66 @@
+// parallel_for on the persistent worker pool: every index runs exactly once for any thread
+// count (resizing the pool between calls), nested and concurrent callers run inline instead of
+// deadlocking, and an exception on the calling thread propagates only after the workers are done.
+#include "kernels/parallel.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+namespace strata::kernels {
+namespace {
+
+TEST(ParallelFor, EveryIndexOnceAtAnyThreadCount) {
+  for (int threads : {1, 2, 3, 5, 2}) {
+    set_num_threads(threads);
+    for (int64_t n : {1, 7, 64, 1000}) {
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+      parallel_for(n, 1, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) hits[size_t(i)].fetch_add(1);
+      });
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[size_t(i)].load(), 1) << threads << " " << n << " " << i;
+    }
+  }
+  set_num_threads(0);
+}
+
+TEST(ParallelFor, NestedAndConcurrentCallersRunInline) {
+  set_num_threads(2);
+  std::atomic<int64_t> sum{0};
+  auto job = [&] {
+    for (int rep = 0; rep < 200; ++rep)
+      parallel_for(8, 1, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i)
+          parallel_for(4, 1, [&](int64_t b2, int64_t e2) { sum.fetch_add(e2 - b2); });
+      });
+  };
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 3; ++t) callers.emplace_back(job);
+  for (auto& c : callers) c.join();
+  EXPECT_EQ(sum.load(), 3 * 200 * 8 * 4);
+  set_num_threads(0);
+}
+
+TEST(ParallelFor, ExceptionFromCallerChunkWaitsForWorkers) {
+  set_num_threads(2);
+  std::atomic<int> done{0};
+  EXPECT_THROW(parallel_for(2, 1,
+                            [&](int64_t b, int64_t) {
+                              if (b == 0) throw std::runtime_error("chunk 0");
+                              std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                              done.fetch_add(1);
+                            }),
+               std::runtime_error);
+  EXPECT_EQ(done.load(), 1);  // the worker's chunk finished before the throw left parallel_for
+  // and the pool still works
+  std::atomic<int> again{0};
+  parallel_for(2, 1, [&](int64_t b, int64_t e) { again.fetch_add(int(e - b)); });
+  EXPECT_EQ(again.load(), 2);
+  set_num_threads(0);
+}
+
+}  // namespace
+}  // namespace strata::kernels
