@@ -5,13 +5,6 @@
 
 namespace strata {
 
-uint16_t f32_to_bf16(float f) {
-  uint32_t b = std::bit_cast<uint32_t>(f);
-  if ((b & 0x7FFFFFFFu) > 0x7F800000u) return uint16_t((b >> 16) | 0x0040u);  // quiet NaN, sign kept
-  uint32_t lsb = (b >> 16) & 1u;
-  return uint16_t((b + 0x7FFFu + lsb) >> 16);
-}
-
 float f16_to_f32(uint16_t h) {
   uint32_t sign = uint32_t(h & 0x8000u) << 16;
   uint32_t exp = (h >> 10) & 0x1Fu;

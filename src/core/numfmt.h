@@ -18,7 +18,12 @@
 namespace strata {
 
 inline float bf16_to_f32(uint16_t h) { return std::bit_cast<float>(uint32_t(h) << 16); }
-uint16_t f32_to_bf16(float f);
+inline uint16_t f32_to_bf16(float f) {  // inline: called per element on every bf16 rounding
+  const uint32_t b = std::bit_cast<uint32_t>(f);
+  if ((b & 0x7FFFFFFFu) > 0x7F800000u) return uint16_t((b >> 16) | 0x0040u);  // quiet NaN, sign kept
+  const uint32_t lsb = (b >> 16) & 1u;
+  return uint16_t((b + 0x7FFFu + lsb) >> 16);
+}
 
 float f16_to_f32(uint16_t h);
 uint16_t f32_to_f16(float f);
