@@ -17,6 +17,7 @@
 #include "kernels/probe.h"
 #include "models/deepseek_v4/model.h"
 #include "models/deepseek_v4/params.h"
+#include "models/deepseek_v4/synthetic_state.h"
 
 namespace strata::cli {
 namespace {
@@ -29,6 +30,8 @@ struct Opts {
   bool json = false, skip_probes = false;
   int spec_tokens = 0;
   std::vector<int> spec_batches{1, 8};
+  std::vector<int64_t> contexts;  // --context: decode step time at these context lengths
+  int64_t context_steps = 4;
 };
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
@@ -85,6 +88,26 @@ void run_bench(const Opts& o) {
                  {"routed_expert_bytes", traffic.routed_experts}, {"cache_bytes", traffic.caches},
                  {"achieved_gbps", achieved}, {"roofline_tokens_per_s", bw > 0 ? bw * 1e9 / traffic.total() : 0},
                  {"pct_of_roofline", bw > 0 ? 100 * achieved / bw : 0}};
+  if (!o.contexts.empty()) {
+    // Decode at long context from a synthetic state (models/deepseek_v4/synthetic_state.h):
+    // one warm-up step, then the mean of context_steps steps.
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    double first_ms = 0;
+    for (int64_t ctx : o.contexts) {
+      const int64_t pos = std::max<int64_t>(128, ctx / 128 * 128);
+      auto cs = dsv4::synthetic_state(*model, pos, uint64_t(pos));
+      int64_t tok = 1;
+      model->decode(cs, tok);
+      auto tc = std::chrono::steady_clock::now();
+      for (int64_t i = 0; i < o.context_steps; ++i) model->decode(cs, tok = (tok * 7919 + 13) % cfg.vocab_size);
+      const double ms = 1e3 * seconds_since(tc) / double(std::max<int64_t>(1, o.context_steps));
+      if (first_ms == 0) first_ms = ms;
+      const auto tr = dsv4::decode_traffic(cfg, pos);
+      rows.push_back({{"context", pos}, {"step_ms", ms}, {"ratio_to_first", ms / first_ms},
+                      {"bytes_per_token", tr.total()}, {"cache_bytes", tr.caches}});
+    }
+    j["long_context"] = rows;
+  }
   if (o.spec_tokens > 0) {
     auto tok = std::make_shared<const Tokenizer>(Tokenizer::load(o.model));
     j["speculative"] = bench_speculative(model, tok, o.spec_tokens, o.prompt_tokens, o.decode_tokens, o.spec_batches);
@@ -107,6 +130,13 @@ void run_bench(const Opts& o) {
               (long long)o.decode_tokens, (long long)st.pos, decode_tps, traffic.total() / 1e6, traffic.weights / 1e6,
               traffic.routed_experts / 1e6, traffic.caches / 1e6, achieved, j["decode"]["pct_of_roofline"].get<double>(),
               j["decode"]["roofline_tokens_per_s"].get<double>());
+  if (j.contains("long_context")) {
+    std::printf("decode step at long context (synthetic state; %lld steps each):\n", (long long)o.context_steps);
+    for (const auto& r : j["long_context"])
+      std::printf("  context %8lld: %8.1f ms/token  %.2fx the first  (%.1f MB read per token, caches %.1f MB)\n",
+                  (long long)r["context"].get<int64_t>(), r["step_ms"].get<double>(), r["ratio_to_first"].get<double>(),
+                  r["bytes_per_token"].get<double>() / 1e6, r["cache_bytes"].get<double>() / 1e6);
+  }
   if (!j.contains("speculative")) return;
   for (const auto& b : j["speculative"]) {
     auto line = [&](const char* name, const nlohmann::ordered_json& r) {
@@ -137,6 +167,10 @@ AutoRegister reg([](CLI::App& app) {
   c->add_option("--spec-tokens", o->spec_tokens,
                 "also measure speculative decoding with up to N drafts: none vs MTP vs forced acceptance")
       ->check(CLI::Range(0, 16));
+  c->add_option("--context", o->contexts,
+                 "also time decode steps at these context lengths (rounded down to 128), from a synthetic state")
+      ->delimiter(',');
+  c->add_option("--context-steps", o->context_steps, "decode steps timed per --context length (default 4)");
   c->add_option("--spec-batches", o->spec_batches, "batch sizes for --spec-tokens (default 1 8)")->delimiter(',');
   c->callback([o] { run_bench(*o); });
 });

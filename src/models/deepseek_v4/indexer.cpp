@@ -6,6 +6,7 @@
 #include "core/numfmt.h"
 #include "kernels/dot.h"
 #include "kernels/hadamard.h"
+#include "kernels/linear.h"
 #include "kernels/quant.h"
 #include "kernels/topk.h"
 
@@ -33,14 +34,23 @@ void indexer_weights(const IndexerWeights& w, const IndexerSpec& s, const float*
 std::vector<float> indexer_scores(const IndexerSpec& s, const float* q, const float* weights,
                                   const CompressorState& keys, int64_t n_visible) {
   std::vector<float> score(static_cast<size_t>(n_visible));
-  for (int64_t t = 0; t < n_visible; ++t) {
-    const float* k = keys.entry(t);
-    float acc = 0.0f;
-    for (int64_t h = 0; h < s.heads; ++h) {
-      float z = round_bf16(kernels::dot(q + h * s.head_dim, k, s.head_dim));
-      acc += round_bf16(std::max(z, 0.0f) * weights[h]);
+  // z[h][t] = q_h · k_t for a chunk of keys at a time, as one product with the keys in the
+  // weight role (kernels::linear: each element is the canonical dot, the same bits as
+  // dot(q_h, k_t)); the chunk bounds the scratch at heads × kChunk floats whatever the context.
+  constexpr int64_t kChunk = 2048;
+  std::vector<float> z(static_cast<size_t>(s.heads * std::min(kChunk, std::max<int64_t>(1, n_visible))));
+  for (int64_t t0 = 0; t0 < n_visible; t0 += kChunk) {
+    const int64_t nt = std::min(kChunk, n_visible - t0);
+    const kernels::LinearWeight kw{kernels::WeightFormat::f32, keys.entry(t0), nullptr, nt, s.head_dim};
+    kernels::linear(kw, q, s.heads, z.data(), false);
+    for (int64_t t = 0; t < nt; ++t) {
+      float acc = 0.0f;
+      for (int64_t h = 0; h < s.heads; ++h) {
+        const float zh = round_bf16(z[size_t(h * nt + t)]);
+        acc += round_bf16(std::max(zh, 0.0f) * weights[h]);
+      }
+      score[size_t(t0 + t)] = round_bf16(acc);
     }
-    score[size_t(t)] = round_bf16(acc);
   }
   return score;
 }
