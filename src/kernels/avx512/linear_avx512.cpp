@@ -170,33 +170,57 @@ void gemv(const LinearWeight& w, const double* x, float* y, bool rb, int64_t nb,
   for (; n < ne; ++n) gemv_block<Row, 1>(w, x, y, rb, n);
 }
 
-// NR activation rows × NW decoded weight rows (panel: NW rows of `in` doubles).
+// NR activation rows × NW decoded weight rows over columns [k0, k1) of the panel (NW rows of
+// `in` doubles). Accumulators live in registers for the block and in `acc` between blocks
+// (exact: a store and reload does not round); lanes 0-7 are advanced for all outputs, then
+// lanes 8-15, so 24 accumulators + 4 weight + 3 activation vectors fit the 32 registers.
 template <int NW, int NR>
-void panel_kernel(const double* panel, int64_t in, const double* x, int64_t out, float* y, bool rb, int64_t n) {
+void panel_kernel(const double* panel, int64_t in, int64_t k0, int64_t k1, const double* x, double* acc) {
   __m512d lo[NR][NW], hi[NR][NW];
   for (int r = 0; r < NR; ++r)
-    for (int i = 0; i < NW; ++i) lo[r][i] = hi[r][i] = _mm512_setzero_pd();
-  for (int64_t k = 0; k < in; k += 16) {
-#pragma GCC unroll 3
-    for (int r = 0; r < NR; ++r) {
-      const __m512d xl = _mm512_loadu_pd(x + r * in + k), xh = _mm512_loadu_pd(x + r * in + k + 8);
-#pragma GCC unroll 4
-      for (int i = 0; i < NW; ++i) {
-        lo[r][i] = _mm512_fmadd_pd(xl, _mm512_loadu_pd(panel + i * in + k), lo[r][i]);
-        hi[r][i] = _mm512_fmadd_pd(xh, _mm512_loadu_pd(panel + i * in + k + 8), hi[r][i]);
-      }
+    for (int i = 0; i < NW; ++i) {
+      lo[r][i] = _mm512_loadu_pd(acc + (r * NW + i) * 16);
+      hi[r][i] = _mm512_loadu_pd(acc + (r * NW + i) * 16 + 8);
+    }
+  for (int64_t k = k0; k < k1; k += 16) {
+    for (int half = 0; half < 2; ++half) {
+      __m512d wv[NW], xv[NR];
+      for (int i = 0; i < NW; ++i) wv[i] = _mm512_loadu_pd(panel + i * in + k + 8 * half);
+      for (int r = 0; r < NR; ++r) xv[r] = _mm512_loadu_pd(x + r * in + k + 8 * half);
+      for (int r = 0; r < NR; ++r)
+        for (int i = 0; i < NW; ++i) {
+          __m512d& a = half ? hi[r][i] : lo[r][i];
+          a = _mm512_fmadd_pd(xv[r], wv[i], a);
+        }
     }
   }
   for (int r = 0; r < NR; ++r)
-    for (int i = 0; i < NW; ++i) y[r * out + n + i] = finish(lo[r][i], hi[r][i], rb);
+    for (int i = 0; i < NW; ++i) {
+      _mm512_storeu_pd(acc + (r * NW + i) * 16, lo[r][i]);
+      _mm512_storeu_pd(acc + (r * NW + i) * 16 + 8, hi[r][i]);
+    }
 }
 
+// All activation rows against one panel, in column blocks of kPanelBlock so that the panel's
+// block (4 × 256 doubles = 8 KB) stays in L1 while every row group passes over it.
+constexpr int64_t kPanelBlock = 256;
+
 template <int NW>
-void panel_rows(const double* panel, int64_t in, const double* x, int64_t rows, int64_t out, float* y, bool rb, int64_t n) {
-  int64_t r = 0;
-  for (; r + 3 <= rows; r += 3) panel_kernel<NW, 3>(panel, in, x + r * in, out, y + r * out, rb, n);
-  if (rows - r == 2) panel_kernel<NW, 2>(panel, in, x + r * in, out, y + r * out, rb, n);
-  if (rows - r == 1) panel_kernel<NW, 1>(panel, in, x + r * in, out, y + r * out, rb, n);
+void panel_rows(const double* panel, int64_t in, const double* x, int64_t rows, int64_t out, float* y, bool rb, int64_t n,
+                double* acc) {
+  std::fill(acc, acc + rows * NW * 16, 0.0);
+  for (int64_t k0 = 0; k0 < in; k0 += kPanelBlock) {
+    const int64_t k1 = std::min(in, k0 + kPanelBlock);
+    int64_t r = 0;
+    for (; r + 3 <= rows; r += 3) panel_kernel<NW, 3>(panel, in, k0, k1, x + r * in, acc + r * NW * 16);
+    if (rows - r == 2) panel_kernel<NW, 2>(panel, in, k0, k1, x + r * in, acc + r * NW * 16);
+    if (rows - r == 1) panel_kernel<NW, 1>(panel, in, k0, k1, x + r * in, acc + r * NW * 16);
+  }
+  for (int64_t r = 0; r < rows; ++r)
+    for (int i = 0; i < NW; ++i) {
+      const double* a = acc + (r * NW + i) * 16;
+      y[r * out + n + i] = finish(_mm512_loadu_pd(a), _mm512_loadu_pd(a + 8), rb);
+    }
 }
 
 template <class Row>
@@ -218,11 +242,12 @@ void gemm(const LinearWeight& w, const double* x, int64_t rows, float* y, bool r
         }
       }
     }
+    double* acc = panel + 4 * in;
     switch (nw) {
-      case 4: panel_rows<4>(panel, in, x, rows, w.out, y, rb, n); break;
-      case 3: panel_rows<3>(panel, in, x, rows, w.out, y, rb, n); break;
-      case 2: panel_rows<2>(panel, in, x, rows, w.out, y, rb, n); break;
-      default: panel_rows<1>(panel, in, x, rows, w.out, y, rb, n); break;
+      case 4: panel_rows<4>(panel, in, x, rows, w.out, y, rb, n, acc); break;
+      case 3: panel_rows<3>(panel, in, x, rows, w.out, y, rb, n, acc); break;
+      case 2: panel_rows<2>(panel, in, x, rows, w.out, y, rb, n, acc); break;
+      default: panel_rows<1>(panel, in, x, rows, w.out, y, rb, n, acc); break;
     }
   }
 }

@@ -80,7 +80,8 @@ void linear(const LinearWeight& w, const float* x, int64_t rows, float* y, bool 
     const int64_t min_blocks = std::max<int64_t>(4, (int64_t(1) << 16) / std::max<int64_t>(1, 4 * in * rows));
     parallel_for(blocks, min_blocks, [&](int64_t b, int64_t e) {
       thread_local std::vector<double> panel;
-      if (rows > 1 && panel.size() < size_t(4 * in)) panel.resize(size_t(4 * in));
+      const size_t need = size_t(avx512::linear_panel_doubles(in, rows));
+      if (panel.size() < need) panel.resize(need);
       avx512::linear_range(w, xd.data(), rows, y, rb, b * 4, std::min(out, e * 4), panel.data());
     });
     return;
