@@ -11,5 +11,13 @@ namespace strata::kernels {
 // rounded to bf16 (the reference returns q's dtype). n may be 0 (output is then 0).
 void sparse_attention(const float* q, int64_t heads, int64_t dim, const float* const* entries, int64_t n,
                       const float* sink, float scale, float* out);
+// The scalar reference, and the AVX-512 version (dim % 16 == 0, bit-identical) that
+// sparse_attention dispatches to when AVX-512 is active.
+void sparse_attention_reference(const float* q, int64_t heads, int64_t dim, const float* const* entries, int64_t n,
+                                const float* sink, float scale, float* out);
+namespace avx512 {
+void sparse_attention(const float* q, int64_t heads, int64_t dim, const float* const* entries, int64_t n,
+                      const float* sink, float scale, float* out);
+}
 
 }  // namespace strata::kernels

@@ -12,6 +12,12 @@ namespace strata::kernels {
 
 void sparse_attention(const float* q, int64_t heads, int64_t dim, const float* const* entries, int64_t n,
                       const float* sink, float scale, float* out) {
+  if (active_isa() == Isa::avx512 && dim % 16 == 0) return avx512::sparse_attention(q, heads, dim, entries, n, sink, scale, out);
+  sparse_attention_reference(q, heads, dim, entries, n, sink, scale, out);
+}
+
+void sparse_attention_reference(const float* q, int64_t heads, int64_t dim, const float* const* entries, int64_t n,
+                                const float* sink, float scale, float* out) {
   const DotFn dotf = dot_fn();
   parallel_for(heads, std::max<int64_t>(1, (int64_t(1) << 18) / std::max<int64_t>(1, n * dim)), [&](int64_t hb, int64_t he) {
     std::vector<float> z(size_t(n > 0 ? n : 1));
