@@ -33,10 +33,10 @@ DequantFn dequant_fn(Isa isa);
 
 // The fused AVX-512 products (avx512/linear_avx512.cpp), bit-identical to dequant_row + dot:
 // outputs [nb, ne) of y[rows, out] from the activation already quantized and widened to fp64
-// (x: rows × in doubles). panel: linear_panel_doubles(in, rows) doubles of scratch.
+// (x: rows × in doubles). panel: linear_panel_doubles(in, rows) doubles of 64-byte-aligned scratch.
 namespace avx512 {
 bool linear_supported(const LinearWeight& w);
-inline int64_t linear_panel_doubles(int64_t in, int64_t rows) { return rows > 1 ? 4 * in + rows * 64 : 0; }
+inline int64_t linear_panel_doubles(int64_t, int64_t rows) { return rows > 1 ? 4 * 256 + rows * 64 : 0; }
 void linear_range(const LinearWeight& w, const double* x, int64_t rows, float* y, bool round_bf16, int64_t nb,
                   int64_t ne, double* panel);
 }  // namespace avx512

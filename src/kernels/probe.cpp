@@ -82,4 +82,13 @@ ProbeResult probe_int8_peak(int threads, double seconds) {
   return {r / 1e9, "vpdpbusd zmm"};
 }
 
+ProbeResult probe_fp64_peak(int threads, double seconds) {
+  if (active_isa() != Isa::avx512) {
+    double r = rate(threads, seconds, scalar::kFmaFlopsPerIter, [](int, uint64_t n) { scalar::fma_loop(n); });
+    return {r / 1e9, "fp32 fma (no AVX-512)"};
+  }
+  double r = rate(threads, seconds, avx512::kFp64FlopsPerIter, [](int, uint64_t n) { avx512::fp64_fma_loop(n); });
+  return {r / 1e9, "vfmadd231pd zmm"};
+}
+
 }  // namespace strata::kernels

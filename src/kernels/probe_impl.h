@@ -17,4 +17,7 @@ void bf16_dot_loop(uint64_t iters);
 // 12 independent vpdpbusd per iteration, each 64 int8 products x 2 ops
 inline constexpr double kInt8OpsPerIter = 12.0 * 64 * 2;
 void int8_dot_loop(uint64_t iters);
+// 12 independent vfmadd231pd per iteration, each 8 lanes x 2 flops
+inline constexpr double kFp64FlopsPerIter = 12.0 * 8 * 2;
+void fp64_fma_loop(uint64_t iters);
 }  // namespace strata::kernels::avx512

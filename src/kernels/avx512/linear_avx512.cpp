@@ -170,23 +170,35 @@ void gemv(const LinearWeight& w, const double* x, float* y, bool rb, int64_t nb,
   for (; n < ne; ++n) gemv_block<Row, 1>(w, x, y, rb, n);
 }
 
-// NR activation rows × NW decoded weight rows over columns [k0, k1) of the panel (NW rows of
-// `in` doubles). Accumulators live in registers for the block and in `acc` between blocks
-// (exact: a store and reload does not round); lanes 0-7 are advanced for all outputs, then
-// lanes 8-15, so 24 accumulators + 4 weight + 3 activation vectors fit the 32 registers.
+// Several activation rows: the weights are decoded once per 4 rows × kPanelBlock columns into
+// an fp64 panel (8 KB, L1-resident) that every activation row then passes over; accumulators
+// live in registers within a block and in `acc` between blocks (a store and reload is exact).
+constexpr int64_t kPanelBlock = 256;
+
+// NR activation rows × NW panel rows over `len` columns (x: row stride `in`, already offset to
+// the block). Lanes 0-7 of every output advance, then lanes 8-15, so 24 accumulators + 4 weight
+// + 3 activation vectors fit the 32 registers.
 template <int NW, int NR>
-void panel_kernel(const double* panel, int64_t in, int64_t k0, int64_t k1, const double* x, double* acc) {
+void panel_kernel(const double* panel, int64_t len, const double* x, int64_t in, double* acc) {
   __m512d lo[NR][NW], hi[NR][NW];
   for (int r = 0; r < NR; ++r)
     for (int i = 0; i < NW; ++i) {
-      lo[r][i] = _mm512_loadu_pd(acc + (r * NW + i) * 16);
-      hi[r][i] = _mm512_loadu_pd(acc + (r * NW + i) * 16 + 8);
+      lo[r][i] = _mm512_load_pd(acc + (r * NW + i) * 16);
+      hi[r][i] = _mm512_load_pd(acc + (r * NW + i) * 16 + 8);
     }
-  for (int64_t k = k0; k < k1; k += 16) {
+  for (int64_t k = 0; k < len; k += 16) {
     for (int half = 0; half < 2; ++half) {
       __m512d wv[NW], xv[NR];
-      for (int i = 0; i < NW; ++i) wv[i] = _mm512_loadu_pd(panel + i * in + k + 8 * half);
-      for (int r = 0; r < NR; ++r) xv[r] = _mm512_loadu_pd(x + r * in + k + 8 * half);
+      // The empty asm pins each operand in a register: otherwise the compiler folds the panel
+      // load into every FMA that uses it (NR loads of the same vector), and loads become the limit.
+      for (int i = 0; i < NW; ++i) {
+        wv[i] = _mm512_load_pd(panel + i * kPanelBlock + k + 8 * half);
+        asm("" : "+v"(wv[i]));
+      }
+      for (int r = 0; r < NR; ++r) {
+        xv[r] = _mm512_loadu_pd(x + r * in + k + 8 * half);
+        asm("" : "+v"(xv[r]));
+      }
       for (int r = 0; r < NR; ++r)
         for (int i = 0; i < NW; ++i) {
           __m512d& a = half ? hi[r][i] : lo[r][i];
@@ -196,59 +208,57 @@ void panel_kernel(const double* panel, int64_t in, int64_t k0, int64_t k1, const
   }
   for (int r = 0; r < NR; ++r)
     for (int i = 0; i < NW; ++i) {
-      _mm512_storeu_pd(acc + (r * NW + i) * 16, lo[r][i]);
-      _mm512_storeu_pd(acc + (r * NW + i) * 16 + 8, hi[r][i]);
+      _mm512_store_pd(acc + (r * NW + i) * 16, lo[r][i]);
+      _mm512_store_pd(acc + (r * NW + i) * 16 + 8, hi[r][i]);
     }
 }
-
-// All activation rows against one panel, in column blocks of kPanelBlock so that the panel's
-// block (4 × 256 doubles = 8 KB) stays in L1 while every row group passes over it.
-constexpr int64_t kPanelBlock = 256;
 
 template <int NW>
-void panel_rows(const double* panel, int64_t in, const double* x, int64_t rows, int64_t out, float* y, bool rb, int64_t n,
-                double* acc) {
-  std::fill(acc, acc + rows * NW * 16, 0.0);
-  for (int64_t k0 = 0; k0 < in; k0 += kPanelBlock) {
-    const int64_t k1 = std::min(in, k0 + kPanelBlock);
-    int64_t r = 0;
-    for (; r + 3 <= rows; r += 3) panel_kernel<NW, 3>(panel, in, k0, k1, x + r * in, acc + r * NW * 16);
-    if (rows - r == 2) panel_kernel<NW, 2>(panel, in, k0, k1, x + r * in, acc + r * NW * 16);
-    if (rows - r == 1) panel_kernel<NW, 1>(panel, in, k0, k1, x + r * in, acc + r * NW * 16);
-  }
-  for (int64_t r = 0; r < rows; ++r)
-    for (int i = 0; i < NW; ++i) {
-      const double* a = acc + (r * NW + i) * 16;
-      y[r * out + n + i] = finish(_mm512_loadu_pd(a), _mm512_loadu_pd(a + 8), rb);
-    }
+void panel_block(const double* panel, int64_t len, const double* x, int64_t in, int64_t rows, double* acc) {
+  int64_t r = 0;
+  for (; r + 3 <= rows; r += 3) panel_kernel<NW, 3>(panel, len, x + r * in, in, acc + r * NW * 16);
+  if (rows - r == 2) panel_kernel<NW, 2>(panel, len, x + r * in, in, acc + r * NW * 16);
+  if (rows - r == 1) panel_kernel<NW, 1>(panel, len, x + r * in, in, acc + r * NW * 16);
 }
 
+// scratch: linear_panel_doubles(in, rows) doubles, 64-byte aligned (panel, then accumulators)
 template <class Row>
 void gemm(const LinearWeight& w, const double* x, int64_t rows, float* y, bool rb, int64_t nb, int64_t ne,
-          double* panel) {
+          double* scratch) {
   const int64_t in = w.in;
+  double* panel = scratch;
+  double* acc = scratch + 4 * kPanelBlock;
   for (int64_t n = nb; n < ne; n += 4) {
     const int nw = int(std::min<int64_t>(4, ne - n));
-    for (int i = 0; i < nw; ++i) {
-      Row row(w, n + i);
-      double* dst = panel + i * in;
-      for (int64_t kb = 0; kb < in; kb += Row::kBlock) {
-        row.begin(kb);
-        for (int j = 0; j < Row::kBlock / 16 && kb + 16 * j < in; ++j) {
-          __m512d wl, wh;
-          row.get(kb + 16 * j, j, wl, wh);
-          _mm512_storeu_pd(dst + kb + 16 * j, wl);
-          _mm512_storeu_pd(dst + kb + 16 * j + 8, wh);
+    Row row[4];
+    for (int i = 0; i < nw; ++i) row[i] = Row(w, n + i);
+    std::fill(acc, acc + rows * nw * 16, 0.0);
+    for (int64_t k0 = 0; k0 < in; k0 += kPanelBlock) {
+      const int64_t len = std::min(kPanelBlock, in - k0);
+      for (int i = 0; i < nw; ++i) {
+        double* dst = panel + i * kPanelBlock;
+        for (int64_t kb = 0; kb < len; kb += Row::kBlock) {
+          row[i].begin(k0 + kb);
+          for (int j = 0; j < Row::kBlock / 16 && kb + 16 * j < len; ++j) {
+            __m512d wl, wh;
+            row[i].get(k0 + kb + 16 * j, j, wl, wh);
+            _mm512_store_pd(dst + kb + 16 * j, wl);
+            _mm512_store_pd(dst + kb + 16 * j + 8, wh);
+          }
         }
       }
+      switch (nw) {
+        case 4: panel_block<4>(panel, len, x + k0, in, rows, acc); break;
+        case 3: panel_block<3>(panel, len, x + k0, in, rows, acc); break;
+        case 2: panel_block<2>(panel, len, x + k0, in, rows, acc); break;
+        default: panel_block<1>(panel, len, x + k0, in, rows, acc); break;
+      }
     }
-    double* acc = panel + 4 * in;
-    switch (nw) {
-      case 4: panel_rows<4>(panel, in, x, rows, w.out, y, rb, n, acc); break;
-      case 3: panel_rows<3>(panel, in, x, rows, w.out, y, rb, n, acc); break;
-      case 2: panel_rows<2>(panel, in, x, rows, w.out, y, rb, n, acc); break;
-      default: panel_rows<1>(panel, in, x, rows, w.out, y, rb, n, acc); break;
-    }
+    for (int64_t r = 0; r < rows; ++r)
+      for (int i = 0; i < nw; ++i) {
+        const double* a = acc + (r * nw + i) * 16;
+        y[r * w.out + n + i] = finish(_mm512_load_pd(a), _mm512_load_pd(a + 8), rb);
+      }
   }
 }
 

@@ -40,4 +40,16 @@ void int8_dot_loop(uint64_t iters) {
   (void)sink;
 }
 
+void fp64_fma_loop(uint64_t iters) {
+  __m512d acc[12];
+  for (auto& a : acc) a = _mm512_setzero_pd();
+  const __m512d x = _mm512_set1_pd(1.0000001), y = _mm512_set1_pd(0.9999999);
+  for (uint64_t k = 0; k < iters; ++k)
+    for (auto& a : acc) a = _mm512_fmadd_pd(x, y, a);
+  __m512d s = acc[0];
+  for (int j = 1; j < 12; ++j) s = _mm512_add_pd(s, acc[j]);
+  volatile double sink = _mm512_reduce_add_pd(s);
+  (void)sink;
+}
+
 }  // namespace strata::kernels::avx512

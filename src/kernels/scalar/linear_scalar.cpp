@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/numfmt.h"
+#include "kernels/aligned_buffer.h"
 #include "kernels/dot.h"
 #include "kernels/linear.h"
 #include "kernels/parallel.h"
@@ -74,14 +75,13 @@ void linear(const LinearWeight& w, const float* x, int64_t rows, float* y, bool 
   }
   if (active_isa() == Isa::avx512 && avx512::linear_supported(w)) {
     // Fused decode + dot: the activation widened once, outputs in blocks of 4 weight rows.
-    std::vector<double> xd(size_t(rows * in));
+    AlignedBuffer<double> xd(size_t(rows * in));
     for (int64_t i = 0; i < rows * in; ++i) xd[size_t(i)] = double(x[i]);
     const int64_t blocks = (out + 3) / 4;
     const int64_t min_blocks = std::max<int64_t>(4, (int64_t(1) << 16) / std::max<int64_t>(1, 4 * in * rows));
     parallel_for(blocks, min_blocks, [&](int64_t b, int64_t e) {
-      thread_local std::vector<double> panel;
-      const size_t need = size_t(avx512::linear_panel_doubles(in, rows));
-      if (panel.size() < need) panel.resize(need);
+      thread_local AlignedBuffer<double> panel;
+      panel.reserve(size_t(avx512::linear_panel_doubles(in, rows)));
       avx512::linear_range(w, xd.data(), rows, y, rb, b * 4, std::min(out, e * 4), panel.data());
     });
     return;
