@@ -1,4 +1,4 @@
-#include "cli/bench_speculative.h"
+#include "cli/bench_engine.h"
 
 #include <chrono>
 #include <condition_variable>
@@ -109,6 +109,19 @@ nlohmann::ordered_json report(const ModeResult& r, double plain_tps) {
 }
 
 }  // namespace
+
+nlohmann::ordered_json bench_batches(const std::shared_ptr<dsv4::Model>& model, const std::shared_ptr<const Tokenizer>& tok,
+                                     int64_t prompt_tokens, int64_t decode_tokens, const std::vector<int>& batches) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  double first = 0;
+  for (int batch : batches) {
+    if (batch < 1) throw Error("bench --batches: batch sizes must be at least 1");
+    const ModeResult r = run_batch(model, tok, batch, prompt_tokens, decode_tokens, 0, true, nullptr);
+    if (first == 0) first = r.tokens_per_s;
+    out.push_back({{"batch", batch}, {"tokens_per_s", r.tokens_per_s}, {"ratio_to_first", first > 0 ? r.tokens_per_s / first : 0}});
+  }
+  return out;
+}
 
 nlohmann::ordered_json bench_speculative(const std::shared_ptr<dsv4::Model>& model,
                                          const std::shared_ptr<const Tokenizer>& tok, int spec_tokens,

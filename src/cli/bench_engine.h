@@ -1,4 +1,9 @@
-// The speculative-decoding part of `strata bench --spec-tokens N`: decode tokens/s without
+// The engine-driven parts of `strata bench`.
+//
+// --batches B,...: aggregate decode tokens/s of B greedy requests decoding together through the
+// engine (continuous batching; counted from the moment every request has its first token).
+//
+// --spec-tokens N: decode tokens/s without
 // speculation, with MTP drafts, and with forced acceptance (drafts replaced by the target's
 // own greedy continuation: the verification path's cost and the ceiling), at batch 1
 // (generate()) and at larger batches (the engine), with acceptance rate and mean accepted
@@ -14,6 +19,9 @@
 #include "text/tokenizer.h"
 
 namespace strata::cli {
+
+nlohmann::ordered_json bench_batches(const std::shared_ptr<dsv4::Model>& model, const std::shared_ptr<const Tokenizer>& tok,
+                                     int64_t prompt_tokens, int64_t decode_tokens, const std::vector<int>& batches);
 
 nlohmann::ordered_json bench_speculative(const std::shared_ptr<dsv4::Model>& model,
                                          const std::shared_ptr<const Tokenizer>& tok, int spec_tokens,

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/bench_speculative.h"
+#include "cli/bench_engine.h"
 #include "cli/commands.h"
 #include "core/cpu.h"
 #include "core/error.h"
@@ -30,6 +30,7 @@ struct Opts {
   bool json = false, skip_probes = false;
   int spec_tokens = 0;
   std::vector<int> spec_batches{1, 8};
+  std::vector<int> batches;        // --batches: aggregate batched decode
   std::vector<int64_t> contexts;  // --context: decode step time at these context lengths
   int64_t context_steps = 4;
 };
@@ -44,16 +45,19 @@ void run_bench(const Opts& o) {
   nlohmann::ordered_json j;
   j["isa"] = std::string(isa_name(active_isa()));
   j["threads"] = threads;
-  double bw = 0, bf16 = 0;
+  double bw = 0, bf16 = 0, fp64 = 0;
   if (!o.skip_probes) {
     auto b1 = kernels::probe_read_bandwidth(size_t(1) << 30, 1, o.probe_seconds);
     auto bn = kernels::probe_read_bandwidth(size_t(1) << 30, threads, o.probe_seconds);
     auto pf = kernels::probe_bf16_peak(threads, o.probe_seconds);
     auto pi = kernels::probe_int8_peak(threads, o.probe_seconds);
+    auto pd = kernels::probe_fp64_peak(threads, o.probe_seconds);
     bw = bn.value;
     bf16 = pf.value;
+    fp64 = pd.value;
     j["machine"] = {{"read_gbps_1_thread", b1.value}, {"read_gbps", bn.value}, {"bf16_gflops", pf.value},
-                    {"bf16_method", pf.method}, {"int8_gops", pi.value}, {"int8_method", pi.method}};
+                    {"bf16_method", pf.method}, {"int8_gops", pi.value}, {"int8_method", pi.method},
+                    {"fp64_gflops", pd.value}, {"fp64_method", pd.method}};
   }
 
   std::shared_ptr<dsv4::Model> model = dsv4::Model::load(o.model);
@@ -82,7 +86,8 @@ void run_bench(const Opts& o) {
   const double prefill_tps = double(ids.size()) / prefill_s;
   j["model"] = {{"dir", o.model}, {"layers", cfg.num_hidden_layers}, {"hidden_size", cfg.hidden_size}};
   j["prefill"] = {{"tokens", ids.size()}, {"seconds", prefill_s}, {"tokens_per_s", prefill_tps},
-                  {"gflops", flops_tok * prefill_tps / 1e9}, {"pct_of_bf16_peak", bf16 > 0 ? 100 * flops_tok * prefill_tps / 1e9 / bf16 : 0}};
+                  {"gflops", flops_tok * prefill_tps / 1e9}, {"pct_of_bf16_peak", bf16 > 0 ? 100 * flops_tok * prefill_tps / 1e9 / bf16 : 0},
+                  {"pct_of_fp64_peak", fp64 > 0 ? 100 * flops_tok * prefill_tps / 1e9 / fp64 : 0}};
   j["decode"] = {{"tokens", o.decode_tokens}, {"context", st.pos}, {"seconds", decode_s}, {"tokens_per_s", decode_tps},
                  {"bytes_per_token", traffic.total()}, {"weight_bytes", traffic.weights},
                  {"routed_expert_bytes", traffic.routed_experts}, {"cache_bytes", traffic.caches},
@@ -108,6 +113,10 @@ void run_bench(const Opts& o) {
     }
     j["long_context"] = rows;
   }
+  if (!o.batches.empty()) {
+    auto tok = std::make_shared<const Tokenizer>(Tokenizer::load(o.model));
+    j["batched_decode"] = bench_batches(model, tok, o.prompt_tokens, o.decode_tokens, o.batches);
+  }
   if (o.spec_tokens > 0) {
     auto tok = std::make_shared<const Tokenizer>(Tokenizer::load(o.model));
     j["speculative"] = bench_speculative(model, tok, o.spec_tokens, o.prompt_tokens, o.decode_tokens, o.spec_batches);
@@ -118,18 +127,27 @@ void run_bench(const Opts& o) {
   }
   if (j.contains("machine")) {
     const auto& m = j["machine"];
-    std::printf("machine: %s, %d threads: read %.1f GB/s (%.1f with 1 thread), bf16 %.0f GFLOP/s (%s), int8 %.0f GOPS\n",
+    std::printf("machine: %s, %d threads: read %.1f GB/s (%.1f with 1 thread), bf16 %.0f GFLOP/s (%s), int8 %.0f GOPS, "
+                "fp64 fma %.0f GFLOP/s\n",
                 j["isa"].get<std::string>().c_str(), threads, m["read_gbps"].get<double>(),
                 m["read_gbps_1_thread"].get<double>(), m["bf16_gflops"].get<double>(),
-                m["bf16_method"].get<std::string>().c_str(), m["int8_gops"].get<double>());
+                m["bf16_method"].get<std::string>().c_str(), m["int8_gops"].get<double>(), m["fp64_gflops"].get<double>());
   }
-  std::printf("prefill: %zu tokens in %.3f s = %.1f tokens/s, %.1f GFLOP/s (%.1f%% of bf16 peak)\n", ids.size(), prefill_s,
-              prefill_tps, flops_tok * prefill_tps / 1e9, j["prefill"]["pct_of_bf16_peak"].get<double>());
+  std::printf("prefill: %zu tokens in %.3f s = %.1f tokens/s, %.1f GFLOP/s (%.1f%% of bf16 peak, %.1f%% of fp64 fma peak)\n",
+              ids.size(), prefill_s, prefill_tps, flops_tok * prefill_tps / 1e9, j["prefill"]["pct_of_bf16_peak"].get<double>(),
+              j["prefill"]["pct_of_fp64_peak"].get<double>());
   std::printf("decode: %lld tokens at context %lld = %.2f tokens/s; %.1f MB read per token (weights %.1f, experts %.1f, "
               "caches %.2f) = %.1f GB/s achieved, %.1f%% of the %.1f tokens/s roofline\n",
               (long long)o.decode_tokens, (long long)st.pos, decode_tps, traffic.total() / 1e6, traffic.weights / 1e6,
               traffic.routed_experts / 1e6, traffic.caches / 1e6, achieved, j["decode"]["pct_of_roofline"].get<double>(),
               j["decode"]["roofline_tokens_per_s"].get<double>());
+  if (j.contains("batched_decode")) {
+    std::printf("batched decode through the engine (%lld-token prompts, %lld tokens each):\n", (long long)o.prompt_tokens,
+                (long long)o.decode_tokens);
+    for (const auto& r : j["batched_decode"])
+      std::printf("  batch %3d: %8.2f tokens/s aggregate  %.2fx the first\n", r["batch"].get<int>(),
+                  r["tokens_per_s"].get<double>(), r["ratio_to_first"].get<double>());
+  }
   if (j.contains("long_context")) {
     std::printf("decode step at long context (synthetic state; %lld steps each):\n", (long long)o.context_steps);
     for (const auto& r : j["long_context"])
@@ -167,6 +185,8 @@ AutoRegister reg([](CLI::App& app) {
   c->add_option("--spec-tokens", o->spec_tokens,
                 "also measure speculative decoding with up to N drafts: none vs MTP vs forced acceptance")
       ->check(CLI::Range(0, 16));
+  c->add_option("--batches", o->batches, "also measure aggregate decode tokens/s of this many requests at once")
+      ->delimiter(',');
   c->add_option("--context", o->contexts,
                  "also time decode steps at these context lengths (rounded down to 128), from a synthetic state")
       ->delimiter(',');
