@@ -64,31 +64,32 @@ ProbeResult probe_read_bandwidth(size_t bytes, int threads, double seconds) {
   return {r / 1e9, simd ? "avx512 streaming sum" : "scalar streaming sum"};
 }
 
-ProbeResult probe_bf16_peak(int threads, double seconds) {
+namespace {
+// A register-only loop's rate on AVX-512, or the scalar fp32 FMA loop where AVX-512 is not active.
+ProbeResult peak(int threads, double seconds, double work_per_iter, void (*loop)(uint64_t), const char* method,
+                 const char* fallback) {
   if (active_isa() != Isa::avx512) {
     double r = rate(threads, seconds, scalar::kFmaFlopsPerIter, [](int, uint64_t n) { scalar::fma_loop(n); });
-    return {r / 1e9, "fp32 fma (no AVX512-BF16)"};
+    return {r / 1e9, fallback};
   }
-  double r = rate(threads, seconds, avx512::kBf16FlopsPerIter, [](int, uint64_t n) { avx512::bf16_dot_loop(n); });
-  return {r / 1e9, "vdpbf16ps zmm"};
+  double r = rate(threads, seconds, work_per_iter, [loop](int, uint64_t n) { loop(n); });
+  return {r / 1e9, method};
+}
+}  // namespace
+
+ProbeResult probe_bf16_peak(int threads, double seconds) {
+  return peak(threads, seconds, avx512::kBf16FlopsPerIter, avx512::bf16_dot_loop, "vdpbf16ps zmm",
+              "fp32 fma (no AVX512-BF16)");
 }
 
 ProbeResult probe_int8_peak(int threads, double seconds) {
-  if (active_isa() != Isa::avx512) {
-    double r = rate(threads, seconds, scalar::kFmaFlopsPerIter, [](int, uint64_t n) { scalar::fma_loop(n); });
-    return {r / 1e9, "fp32 fma (no AVX512-VNNI)"};
-  }
-  double r = rate(threads, seconds, avx512::kInt8OpsPerIter, [](int, uint64_t n) { avx512::int8_dot_loop(n); });
-  return {r / 1e9, "vpdpbusd zmm"};
+  return peak(threads, seconds, avx512::kInt8OpsPerIter, avx512::int8_dot_loop, "vpdpbusd zmm",
+              "fp32 fma (no AVX512-VNNI)");
 }
 
 ProbeResult probe_fp64_peak(int threads, double seconds) {
-  if (active_isa() != Isa::avx512) {
-    double r = rate(threads, seconds, scalar::kFmaFlopsPerIter, [](int, uint64_t n) { scalar::fma_loop(n); });
-    return {r / 1e9, "fp32 fma (no AVX-512)"};
-  }
-  double r = rate(threads, seconds, avx512::kFp64FlopsPerIter, [](int, uint64_t n) { avx512::fp64_fma_loop(n); });
-  return {r / 1e9, "vfmadd231pd zmm"};
+  return peak(threads, seconds, avx512::kFp64FlopsPerIter, avx512::fp64_fma_loop, "vfmadd231pd zmm",
+              "fp32 fma (no AVX-512)");
 }
 
 }  // namespace strata::kernels

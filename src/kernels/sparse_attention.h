@@ -3,9 +3,27 @@
 // o_h = Σ_j w_j c_j. The sink enters the denominator only. Entries are summed in list order;
 // the caller fixes that order (window oldest→newest, then compressed entries).
 #pragma once
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 
 namespace strata::kernels {
+
+// One head's softmax statistics, shared by every version so they cannot drift apart: z[0..n)
+// holds the scaled scores; it becomes p_j = exp(z_j - m) (fp64, rounded once), m = max z, and
+// the result is l = Σ p_j + exp(sink - m), the denominator, rounded to fp32.
+inline float sink_softmax(float* z, int64_t n, float sink) {
+  float m = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < n; ++j) m = std::max(m, z[j]);
+  double l = 0.0;
+  for (int64_t j = 0; j < n; ++j) {
+    z[j] = float(std::exp(double(z[j] - m)));
+    l += double(z[j]);
+  }
+  l += double(float(std::exp(double(sink - m))));
+  return float(l);
+}
 
 // q: [heads, dim]; entries: n pointers to dim floats; sink: [heads]; out: [heads, dim],
 // rounded to bf16 (the reference returns q's dtype). n may be 0 (output is then 0).

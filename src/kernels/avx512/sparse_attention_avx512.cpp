@@ -3,7 +3,7 @@
 // dots (lanes k % 16, two fp64 vectors) for 4 entries at a time (8 FMA chains instead of 2);
 // P·V keeps the reference's order (entries in list order, one fp64 fma per element: the product
 // bf16(p) · c is exact, so fma = the reference's multiply-then-add) over 128-dim tiles held in
-// 16 registers. Softmax statistics are the reference's own scalar code.
+// 16 registers. Softmax statistics are the shared sink_softmax.
 #pragma GCC optimize("fp-contract=off")
 #include <immintrin.h>
 
@@ -67,18 +67,8 @@ void sparse_attention(const float* q, int64_t heads, int64_t dim, const float* c
       const float* qh = q + h * dim;
       for (int64_t d = 0; d < dim; ++d) qd[size_t(d)] = double(qh[d]);
       dots(qd.data(), c.data(), n, dim, z.data());
-      float m = -std::numeric_limits<float>::infinity();
-      for (int64_t j = 0; j < n; ++j) {
-        z[size_t(j)] = z[size_t(j)] * scale;
-        m = std::max(m, z[size_t(j)]);
-      }
-      double l = 0.0;
-      for (int64_t j = 0; j < n; ++j) {
-        z[size_t(j)] = float(std::exp(double(z[size_t(j)] - m)));
-        l += double(z[size_t(j)]);
-      }
-      l += double(float(std::exp(double(sink[h] - m))));
-      const float lf = float(l);
+      for (int64_t j = 0; j < n; ++j) z[size_t(j)] = z[size_t(j)] * scale;
+      const float lf = sink_softmax(z.data(), n, sink[h]);
       for (int64_t j = 0; j < n; ++j) pw[size_t(j)] = double(round_bf16(z[size_t(j)]));
       for (int64_t d0 = 0; d0 < dim; d0 += 128) {
         const int tiles = int(std::min<int64_t>(128, dim - d0) / 8);

@@ -24,19 +24,9 @@ void sparse_attention_reference(const float* q, int64_t heads, int64_t dim, cons
     std::vector<double> acc(static_cast<size_t>(dim));
     for (int64_t h = hb; h < he; ++h) {
       const float* qh = q + h * dim;
-      float m = -std::numeric_limits<float>::infinity();
-      for (int64_t j = 0; j < n; ++j) {
-        z[size_t(j)] = dotf(qh, entries[j], dim) * scale;
-        m = std::max(m, z[size_t(j)]);
-      }
-      // p_j = exp(z_j - m) (fp64, rounded once); l = Σ p_j + exp(sink - m); o = Σ bf16(p_j)·c_j / l
-      double l = 0.0;
-      for (int64_t j = 0; j < n; ++j) {
-        z[size_t(j)] = float(std::exp(double(z[size_t(j)] - m)));
-        l += double(z[size_t(j)]);
-      }
-      l += double(float(std::exp(double(sink[h] - m))));
-      const float lf = float(l);
+      for (int64_t j = 0; j < n; ++j) z[size_t(j)] = dotf(qh, entries[j], dim) * scale;
+      // o = Σ bf16(p_j)·c_j / l
+      const float lf = sink_softmax(z.data(), n, sink[h]);
       std::fill(acc.begin(), acc.end(), 0.0);
       for (int64_t j = 0; j < n; ++j) {
         const double w = round_bf16(z[size_t(j)]);
