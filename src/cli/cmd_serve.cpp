@@ -30,6 +30,7 @@ struct ServeOpts {
   double shutdown_timeout = 30;
   bool speculative = false;
   int spec_tokens = -1;  // -1: not given
+  std::string indexer_cache = "fp8";
 };
 
 class EngineBackend final : public server::Backend {
@@ -61,6 +62,7 @@ void run_serve(const ServeOpts& o) {
   eo.max_context = o.max_context;
   eo.pool_bytes = o.pool_bytes;
   eo.threads = o.threads;
+  eo.index_keys_fp4 = o.indexer_cache == "fp4";
   eo.spec_tokens = o.spec_tokens >= 0 ? o.spec_tokens
                    : o.speculative   ? int(std::max<int64_t>(1, model->config().num_nextn_predict_layers))
                                      : 0;
@@ -126,6 +128,8 @@ AutoRegister reg([](CLI::App& app) {
   c->add_option("--max-context", o->max_context, "tokens per request, prompt + output (0 = the model's)");
   c->add_option("--pool-bytes", o->pool_bytes, "cache memory pool (0 = enough for max-running at max-context)");
   c->add_option("--threads", o->threads, "engine compute threads (0 = all cores)");
+  c->add_option("--indexer-cache", o->indexer_cache, "indexer key storage: fp8 (132 B, default) or fp4 (68 B); same outputs")
+      ->check(CLI::IsMember({"fp4", "fp8"}));
   c->add_flag("--speculative", o->speculative,
               "speculative decoding: the MTP block drafts the config's num_nextn_predict_layers tokens, verified in one pass");
   c->add_option("--spec-tokens", o->spec_tokens, "draft tokens per request and step at most (implies --speculative; 0 = off)")

@@ -36,6 +36,7 @@ struct Engine::Impl {
   std::shared_ptr<const Tokenizer> tok;
   EngineOptions opt;
   cache::CacheLayout layout;
+  dsv4::IndexKeyFormat index_keys = dsv4::IndexKeyFormat::fp8;  // as the layout stores them
   int64_t max_context = 0, pool_budget = 0;
   std::vector<int32_t> eos;
 
@@ -111,7 +112,12 @@ Engine::Engine(std::shared_ptr<dsv4::Model> model, std::shared_ptr<const Tokeniz
   I.tok = std::move(tokenizer);
   I.opt = options;
   const auto& cfg = I.model->config();
-  I.layout = dsv4::cache_layout(cfg);
+  I.index_keys = options.index_keys_fp4 ? dsv4::IndexKeyFormat::fp4 : dsv4::IndexKeyFormat::fp8;
+  {
+    dsv4::CacheLayoutOptions lo;
+    lo.index_keys = I.index_keys;
+    I.layout = dsv4::cache_layout(cfg, lo);
+  }
   I.max_context = options.max_context > 0 ? std::min(options.max_context, I.model->max_positions())
                                           : I.model->max_positions();
   if (I.opt.max_running < 1) throw Error("engine: max_running must be at least 1");
@@ -227,8 +233,8 @@ uint64_t Engine::import_request(const std::string& path, EventCallback on_event)
   const int32_t vocab = int32_t(cfg.vocab_size);
   for (int32_t t : snap.tokens)
     if (t < 0 || t >= vocab) throw Error(path + ": token id " + std::to_string(t) + " is outside the vocabulary");
-  if (snap.has_state && (snap.state.layers.size() != size_t(cfg.num_hidden_layers) ||
-                         snap.state.pos > int64_t(snap.tokens.size())))
+  if (snap.has_state && (snap.state.pos > int64_t(snap.tokens.size()) ||
+                         !dsv4::state_fits(snap.state, I.model->new_sequence(I.index_keys))))
     throw Error(path + ": the snapshot's state does not fit this model");
   if (int64_t(snap.tokens.size()) >= I.max_context) throw Error(path + ": the request is at the end of the context");
   std::lock_guard lk(I.mu);
@@ -298,7 +304,7 @@ int64_t Engine::Impl::held_bytes() const {
 // of its tokens (leaving at least the last token to compute, whose logits are sampled), or
 // empty.
 void Engine::Impl::start(RequestState& r) {
-  r.state = model->new_sequence();
+  r.state = model->new_sequence(index_keys);
   const bool first = r.computed_high == 0;
   int64_t hit = 0;
   if (prefix) hit = prefix->lookup(r.tokens, int64_t(r.tokens.size()) - 1, *r.state);

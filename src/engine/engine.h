@@ -70,6 +70,8 @@ struct EngineOptions {
   // acceptance rate and to the number of decoding requests.
   int spec_tokens = 0;
   bool spec_adaptive = true;
+  // Indexer keys stored as FP4 (68 B) instead of FP8 (132 B): same values, same outputs.
+  bool index_keys_fp4 = false;
 };
 
 // Thrown by submit() when the waiting queue is full (the server answers 429).

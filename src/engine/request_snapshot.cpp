@@ -13,6 +13,8 @@ namespace {
 
 using json = nlohmann::json;
 constexpr char kMagic[8] = {'S', 'T', 'R', 'A', 'T', 'A', 'R', 'Q'};
+// 2: cache entries in their storage formats (entry_codec.h) instead of fp32.
+constexpr int kVersion = 2;
 
 json floats(const std::vector<float>& v) {
   std::vector<uint8_t> b(v.size() * sizeof(float));
@@ -28,9 +30,17 @@ std::vector<float> floats(const json& j) {
   return v;
 }
 
+json codec(const dsv4::EntryCodec& c) { return {{"kind", int(c.kind)}, {"head_dim", c.head_dim}, {"rope_dim", c.rope_dim}}; }
+
+dsv4::EntryCodec codec(const json& j) {
+  const int kind = j.at("kind").get<int>();
+  if (kind < 0 || kind > int(dsv4::EntryCodec::Kind::index_fp4)) throw Error("request snapshot: unknown entry format");
+  return {dsv4::EntryCodec::Kind(kind), j.at("head_dim").get<int64_t>(), j.at("rope_dim").get<int64_t>()};
+}
+
 json compressor(const dsv4::CompressorState& c) {
-  return {{"ratio", c.ratio}, {"head_dim", c.head_dim}, {"overlap", c.overlap},
-          {"kv", floats(c.kv)}, {"score", floats(c.score)}, {"entries", floats(c.entries)}};
+  return {{"ratio", c.ratio}, {"head_dim", c.head_dim}, {"overlap", c.overlap}, {"codec", codec(c.codec)},
+          {"kv", floats(c.kv)}, {"score", floats(c.score)}, {"entries", json::binary(c.entries)}};
 }
 
 dsv4::CompressorState compressor(const json& j) {
@@ -38,14 +48,15 @@ dsv4::CompressorState compressor(const json& j) {
   c.ratio = j.at("ratio").get<int64_t>();
   c.head_dim = j.at("head_dim").get<int64_t>();
   c.overlap = j.at("overlap").get<bool>();
+  c.codec = codec(j.at("codec"));
   c.kv = floats(j.at("kv"));
   c.score = floats(j.at("score"));
-  c.entries = floats(j.at("entries"));
+  c.entries = j.at("entries").get_binary();
   return c;
 }
 
 json layer(const dsv4::LayerState& l) {
-  return {{"window", l.window}, {"head_dim", l.head_dim}, {"ring", floats(l.ring)},
+  return {{"window", l.window}, {"head_dim", l.head_dim}, {"codec", codec(l.codec)}, {"ring", json::binary(l.ring)},
           {"compressor", compressor(l.compressor)}, {"index_keys", compressor(l.index_keys)}};
 }
 
@@ -53,7 +64,8 @@ dsv4::LayerState layer(const json& j) {
   dsv4::LayerState l;
   l.window = j.at("window").get<int64_t>();
   l.head_dim = j.at("head_dim").get<int64_t>();
-  l.ring = floats(j.at("ring"));
+  l.codec = codec(j.at("codec"));
+  l.ring = j.at("ring").get_binary();
   l.compressor = compressor(j.at("compressor"));
   l.index_keys = compressor(j.at("index_keys"));
   return l;
@@ -65,7 +77,7 @@ void write_snapshot(const std::string& path, const RequestSnapshot& s) {
   json layers = json::array(), mtp = json::array();
   for (const auto& l : s.state.layers) layers.push_back(layer(l));
   for (const auto& l : s.state.mtp) mtp.push_back(layer(l));
-  json j = {{"version", 1},
+  json j = {{"version", kVersion},
             {"id", s.id},
             {"tokens", s.tokens},
             {"prompt_tokens", s.prompt_tokens},
@@ -94,7 +106,7 @@ RequestSnapshot read_snapshot(const std::string& path) {
     throw Error(path + " is not a strata request snapshot");
   try {
     json j = json::from_cbor(bytes.begin() + sizeof kMagic, bytes.end());
-    if (j.at("version").get<int>() != 1) throw Error(path + ": unsupported request snapshot version");
+    if (j.at("version").get<int>() != kVersion) throw Error(path + ": unsupported request snapshot version");
     RequestSnapshot s;
     s.id = j.at("id").get<uint64_t>();
     s.tokens = j.at("tokens").get<std::vector<int32_t>>();

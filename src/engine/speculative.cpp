@@ -63,7 +63,9 @@ void MtpDrafter::sync(dsv4::SequenceState& st, const int64_t* ids, int64_t n, co
     rows.insert(rows.end(), st.mtp_hidden.begin(), st.mtp_hidden.end());
     next.push_back(ids[0]);
   } else if (!in_step) {
-    dsv4::init_layer_state(m_.attention_spec(cfg.num_hidden_layers), st.mtp[0]);
+    const bool fp4 = st.mtp[0].index_keys.codec.kind == dsv4::EntryCodec::Kind::index_fp4;  // keep its storage
+    dsv4::init_layer_state(m_.attention_spec(cfg.num_hidden_layers), st.mtp[0],
+                           fp4 ? dsv4::IndexKeyFormat::fp4 : dsv4::IndexKeyFormat::fp8);
     st.mtp_pos[0] = pos0;
   }
   rows.insert(rows.end(), hidden, hidden + (n - 1) * hcd);

@@ -111,7 +111,7 @@ TEST(Ledger, PrintsTheBooksFiguresAndRejectsBadInput) {
   auto j = nlohmann::json::parse(r.out);
   EXPECT_DOUBLE_EQ(j["bytes_per_token"].get<double>(), 3850.25);  // FP8 index keys by default
   EXPECT_EQ(j["fixed_bytes"].get<int64_t>(), 15420416);
-  EXPECT_EQ(j["by_kind"]["indexer_keys"]["format"], "128 e4m3 + f32 scale");
+  EXPECT_EQ(j["by_kind"]["indexer_keys"]["format"], "128 e4m3 + 4 e8m0");
   EXPECT_NEAR(j["contexts"][0]["bytes"].get<double>() / double(1ull << 30), 0.48, 0.005);  // the book: 0.48 GB at 128K
   EXPECT_NEAR(j["contexts"][1]["bytes"].get<double>() / double(1ull << 30), 3.77, 0.005);  // 3.77 GB at 1M
   EXPECT_NEAR(j["contexts"][1]["paper_9_2_bytes"].get<double>() / 1e9, 3.62, 0.01);   // §9.2's figure

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
@@ -516,6 +517,19 @@ TEST(Engine, ExportImportContinuesIdentically) {
   { std::ofstream(path + ".bad") << "not a snapshot"; }
   Engine eng(s.model, s.tok, opt);
   EXPECT_THROW(eng.import_request(path + ".bad", second.callback()), Error);
+  // A well-formed snapshot whose state does not fit the model (a truncated window ring, an
+  // index key missing, the other index-key format) is refused, not run.
+  for (int bad = 0; bad < 3; ++bad) {
+    RequestSnapshot wrong = snap;
+    auto& L = wrong.state.layers.back();
+    auto& csa = *std::find_if(wrong.state.layers.begin(), wrong.state.layers.end(),
+                              [](const dsv4::LayerState& l) { return l.index_keys.ratio == 4; });
+    if (bad == 0) L.ring.resize(L.ring.size() - 1);
+    if (bad == 1) csa.index_keys.entries.resize(csa.index_keys.entries.size() - size_t(csa.index_keys.codec.bytes()));
+    if (bad == 2) csa.index_keys.codec.kind = dsv4::EntryCodec::Kind::index_fp4;
+    write_snapshot(path + ".bad", wrong);
+    EXPECT_THROW(eng.import_request(path + ".bad", second.callback()), Error) << bad;
+  }
   std::filesystem::remove(path);
   std::filesystem::remove(path + ".bad");
 }

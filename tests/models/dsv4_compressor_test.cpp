@@ -81,7 +81,7 @@ void check(const CompressorWeights& w, const CompressorSpec& s, int64_t S) {
   std::vector<float> kv(size_t(S * width)), score(size_t(S * width));
   compressor_project(w, s, x.data(), S, kv.data(), score.data());
   CompressorState st;
-  st.init(s.ratio, s.head_dim);
+  st.init(s.ratio, s.rotate ? EntryCodec::index(s.head_dim, IndexKeyFormat::fp8) : EntryCodec::kv(s.head_dim, s.rope_dim));
   int64_t produced = 0;
   for (int64_t t = 0; t < S; ++t) {
     bool made = compressor_step(w, s, st, kv.data() + t * width, score.data() + t * width, t);
@@ -90,9 +90,10 @@ void check(const CompressorWeights& w, const CompressorSpec& s, int64_t S) {
   }
   EXPECT_EQ(produced, S / s.ratio);
   std::vector<float> ref = all_at_once(w, s, kv, score, S);
-  ASSERT_EQ(ref.size(), st.entries.size());
-  EXPECT_TRUE(ref == st.entries) << "token-by-token entries differ from all-at-once pooling";
-  for (float v : st.entries) {
+  const std::vector<float> got = st.values();
+  ASSERT_EQ(ref.size(), got.size());
+  EXPECT_TRUE(ref == got) << "token-by-token entries differ from all-at-once pooling";
+  for (float v : got) {
     ASSERT_TRUE(std::isfinite(v));
     ASSERT_EQ(v, round_bf16(v));
   }

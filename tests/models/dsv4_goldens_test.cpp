@@ -369,10 +369,12 @@ void compressor_golden(const std::string& name) {
   std::vector<float> kv(size_t(S * width)), sc(size_t(S * width));
   compressor_project(w, s, x.data(), S, kv.data(), sc.data());
   CompressorState st;
-  st.init(ratio, hd);
+  // stored as the model stores them (entry_codec.h): lossless, so the golden comparison is of
+  // the unpacked values
+  st.init(ratio, s.rotate ? EntryCodec::index(hd, IndexKeyFormat::fp8) : EntryCodec::kv(hd, 64));
   for (int64_t t = 0; t < S; ++t) compressor_step(w, s, st, kv.data() + t * width, sc.data() + t * width, t);
   ASSERT_EQ(st.n_entries(), S / ratio);
-  Diff d = diff(st.entries.data(), g.f("entries_prefill"), name.c_str());
+  Diff d = diff(st.values().data(), g.f("entries_prefill"), name.c_str());
   // measured: bit-exact for ratio 4 (0/2048), ratio 128 (0/1024) and the indexer compressor (0/512)
   EXPECT_EQ(d.mismatches, 0);
 }
@@ -381,7 +383,7 @@ TEST(Dsv4Golden, CompressorRatio4) { compressor_golden("compressor_r4"); }
 TEST(Dsv4Golden, CompressorRatio128) { compressor_golden("compressor_r128"); }
 TEST(Dsv4Golden, CompressorRatio4Indexer) { compressor_golden("compressor_r4_indexer"); }
 
-TEST(Dsv4Golden, IndexerScoresAndTopK) {
+void indexer_golden(IndexKeyFormat key_format) {
   Golden g("indexer");
   LOAD_OR_SKIP(g);
   const auto& p = g.meta["params"];
@@ -398,7 +400,7 @@ TEST(Dsv4Golden, IndexerScoresAndTopK) {
   indexer_weights(w, s, x.data(), S, wt.data());
   compressor_project(w.compressor, s.compressor, x.data(), S, kv.data(), sc.data());
   CompressorState keys;
-  keys.init(4, id);
+  keys.init(4, EntryCodec::index(id, key_format));
   auto want_scores = g.f("scores");
   auto want_topk = g.a("topk").to_i64();
   const int64_t ncol = g.a("scores").shape[1], kcol = g.a("topk").shape[1];
@@ -418,12 +420,16 @@ TEST(Dsv4Golden, IndexerScoresAndTopK) {
       if (want_topk[size_t(t * kcol + k)] >= 0) want.push_back(want_topk[size_t(t * kcol + k)]);
     topk_mismatch += sel != want;
   }
-  EXPECT_EQ(diff(keys.entries.data(), g.f("keys"), "indexer keys").mismatches, 0);
+  EXPECT_EQ(diff(keys.values().data(), g.f("keys"), "indexer keys").mismatches, 0);
   Diff d = diff(got_vis.data(), want_vis, "indexer scores");  // measured: keys and scores bit-exact
   EXPECT_EQ(d.mismatches, 0);
   // top-k follows the scores; measured: identical selections on every row
   EXPECT_EQ(topk_mismatch, 0);
 }
+
+// Both storage formats of the keys hold the same values, so both give the golden's bits.
+TEST(Dsv4Golden, IndexerScoresAndTopKWithFp8Keys) { indexer_golden(IndexKeyFormat::fp8); }
+TEST(Dsv4Golden, IndexerScoresAndTopKWithFp4Keys) { indexer_golden(IndexKeyFormat::fp4); }
 
 TEST(Dsv4Golden, AttentionCsaLayerPrefillAndDecode) {
   Golden g("attention_csa");

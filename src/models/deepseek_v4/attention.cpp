@@ -14,12 +14,13 @@ namespace strata::dsv4 {
 
 using std::vector;
 
-void init_layer_state(const AttentionSpec& s, LayerState& st) {
+void init_layer_state(const AttentionSpec& s, LayerState& st, IndexKeyFormat index_keys) {
   st.window = s.window;
   st.head_dim = s.head_dim;
-  st.ring.assign(size_t(s.window * s.head_dim), 0.0f);
-  if (s.ratio > 0) st.compressor.init(s.ratio, s.head_dim);
-  if (s.ratio == 4) st.index_keys.init(s.ratio, s.indexer.head_dim);
+  st.codec = EntryCodec::kv(s.head_dim, s.rope_dim);
+  st.ring.assign(size_t(s.window * st.codec.bytes()), 0);
+  if (s.ratio > 0) st.compressor.init(s.ratio, st.codec);
+  if (s.ratio == 4) st.index_keys.init(s.ratio, EntryCodec::index(s.indexer.head_dim, index_keys));
 }
 
 void rescale_heads(float* q, int64_t heads, int64_t hd, float eps) {
@@ -101,17 +102,21 @@ void attention_forward(const AttentionWeights& w, const AttentionSpec& s, const 
 
   // --- token by token against the evolving state ---
   vector<float> o(size_t(rows * H * hd));
+  // The row's entries unpacked from their storage format into fp32 (exactly the values the
+  // forward pass stored); thread_local: a step would otherwise fault in fresh pages per layer.
+  thread_local vector<float> values;
+  vector<const uint8_t*> packed;
   vector<const float*> entries;
   const float scale = float(std::pow(double(hd), -0.5));
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t pos = pos_of[size_t(r)];
     LayerState& st = *st_of[size_t(r)];
     cache::UndoLog* undo = undo_of[size_t(r)];
-    float* slot = st.ring.data() + (pos % s.window) * hd;
-    cache::save_before_write(undo, pos, slot, size_t(hd));
-    std::copy_n(kv.data() + r * hd, hd, slot);
-    entries.clear();
-    for (int64_t p = std::max<int64_t>(0, pos - s.window + 1); p <= pos; ++p) entries.push_back(st.window_entry(p));
+    uint8_t* slot = st.window_slot(pos);
+    cache::save_before_write(undo, pos, slot, size_t(st.codec.bytes()));
+    st.codec.pack(kv.data() + r * hd, slot);
+    packed.clear();
+    for (int64_t p = std::max<int64_t>(0, pos - s.window + 1); p <= pos; ++p) packed.push_back(st.window_entry(p));
     if (s.ratio > 0) {
       compressor_step(w.compressor, s.compressor, st.compressor, ckv.data() + r * cw, cscore.data() + r * cw, pos, undo);
       const int64_t visible = (pos + 1) / s.ratio;
@@ -120,10 +125,17 @@ void attention_forward(const AttentionWeights& w, const AttentionSpec& s, const 
                         iscore.data() + r * 2 * is.head_dim, pos, undo);
         for (int64_t i : indexer_select(is, iq.data() + r * is.heads * is.head_dim, iw.data() + r * is.heads,
                                         st.index_keys, visible))
-          entries.push_back(st.compressor.entry(i));
+          packed.push_back(st.compressor.entry(i));
       } else {
-        for (int64_t i = 0; i < visible; ++i) entries.push_back(st.compressor.entry(i));
+        for (int64_t i = 0; i < visible; ++i) packed.push_back(st.compressor.entry(i));
       }
+    }
+    // window and compressed entries share the kv codec
+    if (values.size() < packed.size() * size_t(hd)) values.resize(packed.size() * size_t(hd));
+    entries.resize(packed.size());
+    for (size_t e = 0; e < packed.size(); ++e) {
+      st.codec.unpack(packed[e], values.data() + e * size_t(hd));
+      entries[e] = values.data() + e * size_t(hd);
     }
     float* orow = o.data() + r * H * hd;
     kernels::sparse_attention(q.data() + r * H * hd, H, hd, entries.data(), int64_t(entries.size()), w.attn_sink, scale,

@@ -30,7 +30,9 @@ struct AttentionSpec {
   IndexerSpec indexer;
 };
 
-void init_layer_state(const AttentionSpec& s, LayerState& st);
+// An empty state for the layer; index_keys: how its indexer keys are stored (both hold the same
+// values: the keys are FP4-valued).
+void init_layer_state(const AttentionSpec& s, LayerState& st, IndexKeyFormat index_keys = IndexKeyFormat::fp8);
 
 // x: [rows, dim] (attn_norm output, bf16 values) for positions pos0.. ; out: [rows, dim].
 void attention_forward(const AttentionWeights& w, const AttentionSpec& s, LayerState& st, const float* x, int64_t rows,

@@ -7,16 +7,10 @@ namespace strata::dsv4 {
 using cache::CacheKind;
 using cache::CacheSpec;
 
-int64_t kv_entry_bytes(const Config& c) {
-  const int64_t nope = c.head_dim - c.qk_rope_head_dim;
-  const int64_t raw = nope + nope / 64 + 2 * c.qk_rope_head_dim;
-  return (raw + 7) / 8 * 8;
-}
-
-int64_t index_key_bytes(const Config& c, IndexKeyFormat f) {
-  if (f == IndexKeyFormat::fp4) return c.index_head_dim / 2 + c.index_head_dim / 32;
-  return c.index_head_dim + 4;
-}
+EntryCodec kv_codec(const Config& c) { return EntryCodec::kv(c.head_dim, c.qk_rope_head_dim); }
+EntryCodec index_key_codec(const Config& c, IndexKeyFormat f) { return EntryCodec::index(c.index_head_dim, f); }
+int64_t kv_entry_bytes(const Config& c) { return kv_codec(c).bytes(); }
+int64_t index_key_bytes(const Config& c, IndexKeyFormat f) { return index_key_codec(c, f).bytes(); }
 
 cache::CacheLayout cache_layout(const Config& c, const CacheLayoutOptions& o) {
   cache::CacheLayout L;
@@ -44,7 +38,7 @@ cache::CacheLayout cache_layout(const Config& c, const CacheLayoutOptions& o) {
       const int64_t ik = o.index_key_bytes_override ? o.index_key_bytes_override : index_key_bytes(c, o.index_keys);
       L.specs.push_back({CacheKind::indexer_keys, l, ik, 0, r,
                          fp4 ? std::to_string(c.index_head_dim) + " e2m1 + " + std::to_string(c.index_head_dim / 32) + " e8m0"
-                             : std::to_string(c.index_head_dim) + " e4m3 + f32 scale"});
+                             : std::to_string(c.index_head_dim) + " e4m3 + " + std::to_string(c.index_head_dim / 32) + " e8m0"});
       L.specs.push_back({CacheKind::compressor_state, l, 2 * (coff * r) * (coff * c.index_head_dim) * 4, 1, 1,
                          "indexer fp32 kv + score, " + std::to_string(coff * r) + " x " +
                              std::to_string(coff * c.index_head_dim)});

@@ -3,17 +3,16 @@
 //   window and compressed entries: the 448 non-RoPE dims as e4m3 with one e8m0 scale per 64
 //     (the forward pass fake-quantizes exactly so, hence lossless) + 64 RoPE dims in bf16 =
 //     448 + 7 + 128 = 583 bytes, padded to 584 for 8-byte alignment;
-//   indexer keys: 128 dims as e2m1 with one e8m0 scale per 32 (again exactly the forward
-//     pass's FP4 fake-quant) = 64 + 4 = 68 bytes; the FP8 layout of the serving literature
-//     (128 e4m3 + a 4-byte scale = 132 bytes) is available for comparison;
+//   indexer keys: FP8 (the default, the serving literature's 132 bytes) = 128 e4m3 codes + 4
+//     bytes of scale, here one e8m0 per 32 dims so that the FP4-valued keys stay exact; or
+//     FP4 = 128 e2m1 with one e8m0 per 32 (exactly the forward pass's FP4 fake-quant) = 68;
 //   compressor partial state: fp32 kv and score slots, coff·ratio × coff·head_dim each.
 #pragma once
 #include "cache/cache_spec.h"
 #include "models/deepseek_v4/config.h"
+#include "models/deepseek_v4/entry_codec.h"
 
 namespace strata::dsv4 {
-
-enum class IndexKeyFormat { fp4, fp8 };
 
 struct CacheLayoutOptions {
   // FP8 (132 B) is the default, as the serving literature stores index keys; FP4 (68 B) holds
@@ -25,6 +24,9 @@ struct CacheLayoutOptions {
   int64_t entry_bytes_override = 0, index_key_bytes_override = 0;
 };
 
+// The codecs the model state stores its entries with; their bytes() are the specs' entry_bytes.
+EntryCodec kv_codec(const Config& c);
+EntryCodec index_key_codec(const Config& c, IndexKeyFormat f);
 int64_t kv_entry_bytes(const Config& c);
 int64_t index_key_bytes(const Config& c, IndexKeyFormat f);
 cache::CacheLayout cache_layout(const Config& c, const CacheLayoutOptions& o = {});

@@ -10,14 +10,21 @@
 
 namespace strata::dsv4 {
 
-void CompressorState::init(int64_t r, int64_t hd) {
+void CompressorState::init(int64_t r, EntryCodec c) {
   ratio = r;
-  head_dim = hd;
+  codec = c;
+  const int64_t hd = head_dim = c.head_dim;
   overlap = r == 4;
   const int64_t coff = overlap ? 2 : 1;
   kv.assign(size_t(coff * r * coff * hd), 0.0f);
   score.assign(size_t(coff * r * coff * hd), -std::numeric_limits<float>::infinity());
   entries.clear();
+}
+
+std::vector<float> CompressorState::values() const {
+  std::vector<float> v(size_t(n_entries() * head_dim));
+  for (int64_t i = 0; i < n_entries(); ++i) entry_values(i, v.data() + i * head_dim);
+  return v;
 }
 
 void compressor_project(const CompressorWeights& w, const CompressorSpec& s, const float* x, int64_t rows, float* kv,
@@ -74,7 +81,9 @@ bool compressor_step(const CompressorWeights& w, const CompressorSpec& s, Compre
     kernels::fake_quant_fp8(out.data(), d - s.rope_dim, 64);
   }
   cache::save_before_append(undo, pos, st.entries);
-  st.entries.insert(st.entries.end(), out.begin(), out.end());
+  const size_t at = st.entries.size();
+  st.entries.resize(at + size_t(st.codec.bytes()));
+  st.codec.pack(out.data(), st.entries.data() + at);
   return true;
 }
 

@@ -15,6 +15,7 @@
 
 #include "cache/undo_log.h"
 #include "kernels/rope.h"
+#include "models/deepseek_v4/entry_codec.h"
 #include "models/deepseek_v4/weights.h"
 
 namespace strata::dsv4 {
@@ -25,11 +26,18 @@ struct CompressorState {
   // Slot state [coff·ratio][coff·head_dim]; with overlap rows 0..ratio-1 hold the previous
   // block, rows ratio.. the current one. kv starts at 0 and score at −inf (empty slots weigh 0).
   std::vector<float> kv, score;
-  std::vector<float> entries;  // completed entries [n][head_dim], bf16 values
-  int64_t n_entries() const { return head_dim ? int64_t(entries.size()) / head_dim : 0; }
-  const float* entry(int64_t i) const { return entries.data() + i * head_dim; }
+  // Completed entries in their storage format (entry_codec.h), codec.bytes() each.
+  EntryCodec codec;
+  std::vector<uint8_t> entries;
+  int64_t n_entries() const { return entries.empty() ? 0 : int64_t(entries.size()) / codec.bytes(); }
+  const uint8_t* entry(int64_t i) const { return entries.data() + i * codec.bytes(); }
+  // Entry i's values [head_dim] (exactly the fake-quantized values the compressor made).
+  void entry_values(int64_t i, float* x) const { codec.unpack(entry(i), x); }
+  // Every entry's values [n][head_dim] (tests and tools).
+  std::vector<float> values() const;
 
-  void init(int64_t ratio, int64_t head_dim);
+  // head_dim is codec.head_dim.
+  void init(int64_t ratio, EntryCodec codec);
 };
 
 struct CompressorSpec {

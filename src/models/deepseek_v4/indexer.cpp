@@ -38,10 +38,15 @@ std::vector<float> indexer_scores(const IndexerSpec& s, const float* q, const fl
   // weight role (kernels::linear: each element is the canonical dot, the same bits as
   // dot(q_h, k_t)); the chunk bounds the scratch at heads × kChunk floats whatever the context.
   constexpr int64_t kChunk = 2048;
-  std::vector<float> z(static_cast<size_t>(s.heads * std::min(kChunk, std::max<int64_t>(1, n_visible))));
+  // The chunk's keys are unpacked from their storage format first (exact: the stored values).
+  const int64_t chunk = std::min(kChunk, std::max<int64_t>(1, n_visible));
+  std::vector<float> z(static_cast<size_t>(s.heads * chunk));
+  thread_local std::vector<float> kf;  // reused: fresh pages per call are slow to fault in
+  if (kf.size() < size_t(chunk * s.head_dim)) kf.resize(size_t(chunk * s.head_dim));
   for (int64_t t0 = 0; t0 < n_visible; t0 += kChunk) {
     const int64_t nt = std::min(kChunk, n_visible - t0);
-    const kernels::LinearWeight kw{kernels::WeightFormat::f32, keys.entry(t0), nullptr, nt, s.head_dim};
+    for (int64_t t = 0; t < nt; ++t) keys.entry_values(t0 + t, kf.data() + t * s.head_dim);
+    const kernels::LinearWeight kw{kernels::WeightFormat::f32, kf.data(), nullptr, nt, s.head_dim};
     kernels::linear(kw, q, s.heads, z.data(), false);
     for (int64_t t = 0; t < nt; ++t) {
       float acc = 0.0f;

@@ -59,14 +59,14 @@ Model::Model(Config c, SafetensorsCheckpoint ckpt) : cfg_(std::move(c)), ckpt_(s
   }
 }
 
-SequenceState Model::new_sequence() const {
+SequenceState Model::new_sequence(IndexKeyFormat index_keys) const {
   SequenceState st;
   const size_t nl = size_t(cfg_.num_hidden_layers);
   st.layers.resize(nl);
-  for (size_t L = 0; L < nl; ++L) init_layer_state(attn_[L], st.layers[L]);
+  for (size_t L = 0; L < nl; ++L) init_layer_state(attn_[L], st.layers[L], index_keys);
   st.mtp.resize(w_.mtp.size());
   st.mtp_pos.assign(w_.mtp.size(), 0);
-  for (size_t j = 0; j < w_.mtp.size(); ++j) init_layer_state(attn_[nl + j], st.mtp[j]);
+  for (size_t j = 0; j < w_.mtp.size(); ++j) init_layer_state(attn_[nl + j], st.mtp[j], index_keys);
   return st;
 }
 

@@ -35,7 +35,8 @@ class Model {
   // Longest sequence a state may reach (max_position_embeddings).
   int64_t max_positions() const { return cfg_.max_position_embeddings; }
 
-  SequenceState new_sequence() const;
+  // An empty state; index_keys: the storage of the indexer keys (same values either way).
+  SequenceState new_sequence(IndexKeyFormat index_keys = IndexKeyFormat::fp8) const;
 
   // Runs ids[0..n) at positions st.pos .. st.pos+n-1, advancing st; returns the fp32 logits
   // [vocab] of the last token. Throws Error for out-of-vocab ids or a sequence past

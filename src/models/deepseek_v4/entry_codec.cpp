@@ -1,0 +1,148 @@
+#include "models/deepseek_v4/entry_codec.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include "core/error.h"
+#include "core/numfmt.h"
+#include "kernels/quant.h"
+
+namespace strata::dsv4 {
+
+namespace {
+
+constexpr int64_t kKvBlock = 64, kIndexBlock = 32;
+
+// Decode tables: one lookup per code instead of the format arithmetic.
+template <size_t N, float (*decode)(uint8_t)>
+const std::array<float, N>& table() {
+  static const std::array<float, N> t = [] {
+    std::array<float, N> a{};
+    for (size_t i = 0; i < N; ++i) a[i] = decode(uint8_t(i));
+    return a;
+  }();
+  return t;
+}
+const std::array<float, 256>& e4m3_table() { return table<256, e4m3_to_f32>(); }
+const std::array<float, 16>& e2m1_table() { return table<16, e2m1_to_f32>(); }
+
+float amax_of(const float* x, int64_t n) {
+  float m = 0.0f;
+  for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(x[i]));
+  return m;
+}
+
+// Layout of a kv entry: codes [nope], scales [nope/64], (pad to 2), rope bf16 [rope], pad to 8.
+struct KvLayout {
+  int64_t nope, scales, rope_off, bytes;
+  explicit KvLayout(const EntryCodec& c)
+      : nope(c.head_dim - c.rope_dim), scales(nope / kKvBlock), rope_off((nope + scales + 1) / 2 * 2),
+        bytes((rope_off + 2 * c.rope_dim + 7) / 8 * 8) {}
+};
+
+// The bits come back, or both are NaN (a NaN stays a NaN, as the fake-quant leaves it).
+bool same(float a, float b) {
+  return std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b) || (std::isnan(a) && std::isnan(b));
+}
+
+[[noreturn]] void not_representable(const char* what) {
+  throw Error(std::string("cache entry: a value is not exactly representable as ") + what +
+              " (not a fake-quantized entry)");
+}
+
+// One block of n values as e4m3 codes (fp4_codes: e2m1 nibbles) under a shared e8m0 scale.
+void pack_block_fp8(const float* x, int64_t n, uint8_t* codes, uint8_t* scale) {
+  const uint8_t e = e8m0_ceil_from_f32(std::max(amax_of(x, n), kernels::kFp8AmaxFloor) * (1.0f / kE4M3Max));
+  const float s = e8m0_to_f32(e);
+  const auto& t = e4m3_table();
+  *scale = e;
+  for (int64_t i = 0; i < n; ++i) {
+    codes[i] = f32_to_e4m3(x[i] / s);
+    if (!same(t[codes[i]] * s, x[i])) not_representable("e4m3");
+  }
+}
+
+void pack_block_fp4(const float* x, int64_t n, uint8_t* packed, uint8_t* scale) {
+  const uint8_t e = e8m0_ceil_from_f32(std::max(amax_of(x, n), kernels::kFp4AmaxFloor) * float(1.0 / 6.0));
+  const float s = e8m0_to_f32(e);
+  const auto& t = e2m1_table();
+  *scale = e;
+  for (int64_t i = 0; i < n; i += 2) {
+    const uint8_t lo = f32_to_e2m1(x[i] / s), hi = f32_to_e2m1(x[i + 1] / s);
+    if (!same(t[lo] * s, x[i]) || !same(t[hi] * s, x[i + 1]))
+      not_representable("e2m1");
+    packed[i / 2] = uint8_t(lo | (hi << 4));
+  }
+}
+
+}  // namespace
+
+int64_t EntryCodec::bytes() const {
+  switch (kind) {
+    case Kind::kv: return KvLayout(*this).bytes;
+    case Kind::index_fp8: return head_dim + head_dim / kIndexBlock;
+    case Kind::index_fp4: return head_dim / 2 + head_dim / kIndexBlock;
+  }
+  return 0;
+}
+
+void EntryCodec::pack(const float* x, uint8_t* out) const {
+  std::memset(out, 0, size_t(bytes()));  // padding bytes are zero: equal states are equal bytes
+  if (kind == Kind::kv) {
+    const KvLayout L(*this);
+    for (int64_t b = 0; b < L.scales; ++b) pack_block_fp8(x + b * kKvBlock, kKvBlock, out + b * kKvBlock, out + L.nope + b);
+    for (int64_t i = 0; i < rope_dim; ++i) {
+      const float v = x[L.nope + i];
+      if (round_bf16(v) != v && !std::isnan(v)) not_representable("bf16");
+      const uint16_t h = f32_to_bf16(v);
+      std::memcpy(out + L.rope_off + 2 * i, &h, 2);
+    }
+    return;
+  }
+  const int64_t blocks = head_dim / kIndexBlock;
+  for (int64_t b = 0; b < blocks; ++b) {
+    if (kind == Kind::index_fp8)
+      pack_block_fp8(x + b * kIndexBlock, kIndexBlock, out + b * kIndexBlock, out + head_dim + b);
+    else
+      pack_block_fp4(x + b * kIndexBlock, kIndexBlock, out + b * kIndexBlock / 2, out + head_dim / 2 + b);
+  }
+}
+
+void EntryCodec::unpack(const uint8_t* in, float* x) const {
+  const auto& t8 = e4m3_table();
+  if (kind == Kind::kv) {
+    const KvLayout L(*this);
+    for (int64_t b = 0; b < L.scales; ++b) {
+      const float s = e8m0_to_f32(in[L.nope + b]);
+      for (int64_t i = b * kKvBlock; i < (b + 1) * kKvBlock; ++i) x[i] = t8[in[i]] * s;
+    }
+    for (int64_t i = 0; i < rope_dim; ++i) {
+      uint16_t h;
+      std::memcpy(&h, in + L.rope_off + 2 * i, 2);
+      x[L.nope + i] = bf16_to_f32(h);
+    }
+    return;
+  }
+  const int64_t blocks = head_dim / kIndexBlock;
+  if (kind == Kind::index_fp8) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      const float s = e8m0_to_f32(in[head_dim + b]);
+      for (int64_t i = b * kIndexBlock; i < (b + 1) * kIndexBlock; ++i) x[i] = t8[in[i]] * s;
+    }
+    return;
+  }
+  const auto& t4 = e2m1_table();
+  for (int64_t b = 0; b < blocks; ++b) {
+    const float s = e8m0_to_f32(in[head_dim / 2 + b]);
+    for (int64_t i = b * kIndexBlock; i < (b + 1) * kIndexBlock; i += 2) {
+      const uint8_t p = in[i / 2];
+      x[i] = t4[p & 0xF] * s;
+      x[i + 1] = t4[p >> 4] * s;
+    }
+  }
+}
+
+}  // namespace strata::dsv4
