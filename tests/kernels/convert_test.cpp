@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -42,14 +43,50 @@ TEST(Convert, EveryIsaMatchesScalar) {
       scalar::kConvert.f16_to_f32(h.data(), ref.data(), n);
       o.f16_to_f32(h.data(), got.data(), n);
       expect_same(ref, got, "f16");
-      scalar::kConvert.e4m3_to_f32(b.data(), 0.125f, ref.data(), n);
-      o.e4m3_to_f32(b.data(), 0.125f, got.data(), n);
-      expect_same(ref, got, "e4m3");
+      // scales at the ends of the range too (the product rounds or leaves the normal range)
+      for (float sc : {0.125f, 1.0f, 0.3f, 0x1p-126f, 0x1p-140f, 0x1p120f, 0x1p127f}) {
+        scalar::kConvert.e4m3_to_f32(b.data(), sc, ref.data(), n);
+        o.e4m3_to_f32(b.data(), sc, got.data(), n);
+        expect_same(ref, got, "e4m3");
+      }
       std::fill(ref.begin(), ref.end(), 0.f);
       std::fill(got.begin(), got.end(), 0.f);
       scalar::kConvert.e2m1_to_f32(p.data(), 4.0f, ref.data(), ne);
       o.e2m1_to_f32(p.data(), 4.0f, got.data(), ne);
       expect_same(ref, got, "e2m1");
+    }
+  }
+}
+
+// The block-scaled forms equal the per-block calls of the scalar reference, for every code
+// under scales across the e8m0 range, at the block sizes cache entries use and one the
+// AVX-512 loop does not take (24).
+TEST(Convert, BlockScaledFormsMatchScalarPerBlock) {
+  std::vector<Isa> all = isas();
+  all.insert(all.begin(), Isa::scalar);
+  std::mt19937 rng(11);
+  for (size_t block : {16u, 24u, 32u, 64u}) {
+    const size_t nb = 12, n = nb * block;
+    std::vector<uint8_t> codes(n), packed(n / 2), scales(nb);
+    for (size_t i = 0; i < n; ++i) codes[i] = uint8_t(i < 256 ? i : rng());
+    for (auto& x : packed) x = uint8_t(rng());
+    for (size_t b = 0; b < nb; ++b) scales[b] = uint8_t(b < 4 ? std::array<int, 4>{0, 1, 127, 254}[b] : rng() % 255);
+    std::vector<float> ref(n), got(n);
+    for (size_t b = 0; b < nb; ++b) {
+      const float s = e8m0_to_f32(scales[b]);
+      scalar::kConvert.e4m3_to_f32(codes.data() + b * block, s, ref.data() + b * block, block);
+    }
+    for (Isa isa : all) {
+      convert_ops(isa).e4m3_blocks_to_f32(codes.data(), scales.data(), block, got.data(), n);
+      expect_same(ref, got, "e4m3 blocks");
+    }
+    for (size_t b = 0; b < nb; ++b) {
+      const float s = e8m0_to_f32(scales[b]);
+      scalar::kConvert.e2m1_to_f32(packed.data() + b * block / 2, s, ref.data() + b * block, block);
+    }
+    for (Isa isa : all) {
+      convert_ops(isa).e2m1_blocks_to_f32(packed.data(), scales.data(), block, got.data(), n);
+      expect_same(ref, got, "e2m1 blocks");
     }
   }
 }

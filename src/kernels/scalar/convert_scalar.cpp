@@ -20,6 +20,7 @@ void e2m1_to_f32(const uint8_t* packed, float scale, float* dst, size_t n) {
 
 }  // namespace
 
-const ConvertOps kConvert = {bf16_to_f32, f16_to_f32, e4m3_to_f32, e2m1_to_f32};
+const ConvertOps kConvert = {bf16_to_f32, f16_to_f32, e4m3_to_f32, e2m1_to_f32, detail::e4m3_blocks<e4m3_to_f32>,
+                             detail::e2m1_blocks<e2m1_to_f32>};
 
 }  // namespace strata::kernels::scalar

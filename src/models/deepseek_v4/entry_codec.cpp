@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/numfmt.h"
+#include "kernels/convert.h"
 #include "kernels/quant.h"
 
 namespace strata::dsv4 {
@@ -111,38 +112,27 @@ void EntryCodec::pack(const float* x, uint8_t* out) const {
   }
 }
 
+// Unpacking is on the decode path (every attended entry, every index key of a CSA layer's
+// scan), so it goes through the kernels' block-scaled conversions (kernels/convert.h: a scalar
+// reference and AVX2 / AVX-512 versions, bitwise equal), one call per entry.
 void EntryCodec::unpack(const uint8_t* in, float* x) const {
-  const auto& t8 = e4m3_table();
+  const kernels::ConvertOps& cv = kernels::convert_ops();
   if (kind == Kind::kv) {
     const KvLayout L(*this);
-    for (int64_t b = 0; b < L.scales; ++b) {
-      const float s = e8m0_to_f32(in[L.nope + b]);
-      for (int64_t i = b * kKvBlock; i < (b + 1) * kKvBlock; ++i) x[i] = t8[in[i]] * s;
-    }
-    for (int64_t i = 0; i < rope_dim; ++i) {
-      uint16_t h;
-      std::memcpy(&h, in + L.rope_off + 2 * i, 2);
-      x[L.nope + i] = bf16_to_f32(h);
-    }
-    return;
-  }
-  const int64_t blocks = head_dim / kIndexBlock;
-  if (kind == Kind::index_fp8) {
-    for (int64_t b = 0; b < blocks; ++b) {
-      const float s = e8m0_to_f32(in[head_dim + b]);
-      for (int64_t i = b * kIndexBlock; i < (b + 1) * kIndexBlock; ++i) x[i] = t8[in[i]] * s;
+    cv.e4m3_blocks_to_f32(in, in + L.nope, size_t(kKvBlock), x, size_t(L.nope));
+    // the bf16 dims sit at an even offset; copied out so the conversion reads aligned uint16s
+    uint16_t rope[256];
+    for (int64_t i0 = 0; i0 < rope_dim; i0 += 256) {
+      const int64_t n = std::min<int64_t>(256, rope_dim - i0);
+      std::memcpy(rope, in + L.rope_off + 2 * i0, size_t(2 * n));
+      cv.bf16_to_f32(rope, x + L.nope + i0, size_t(n));
     }
     return;
   }
-  const auto& t4 = e2m1_table();
-  for (int64_t b = 0; b < blocks; ++b) {
-    const float s = e8m0_to_f32(in[head_dim / 2 + b]);
-    for (int64_t i = b * kIndexBlock; i < (b + 1) * kIndexBlock; i += 2) {
-      const uint8_t p = in[i / 2];
-      x[i] = t4[p & 0xF] * s;
-      x[i + 1] = t4[p >> 4] * s;
-    }
-  }
+  if (kind == Kind::index_fp8)
+    cv.e4m3_blocks_to_f32(in, in + head_dim, size_t(kIndexBlock), x, size_t(head_dim));
+  else
+    cv.e2m1_blocks_to_f32(in, in + head_dim / 2, size_t(kIndexBlock), x, size_t(head_dim));
 }
 
 }  // namespace strata::dsv4
