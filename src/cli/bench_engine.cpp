@@ -1,6 +1,7 @@
 #include "cli/bench_engine.h"
 
 #include <chrono>
+#include <future>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -31,6 +32,7 @@ std::vector<int32_t> prompt_for(uint64_t seed, int64_t n, int32_t vocab) {
 SamplingParams greedy(int64_t decode_tokens) {
   SamplingParams p;
   p.max_tokens = decode_tokens;
+  p.temperature = 0.0;  // greedy (the default samples at 1.0 with a per-request seed)
   p.ignore_eos = true;
   return p;
 }
@@ -121,6 +123,93 @@ nlohmann::ordered_json bench_batches(const std::shared_ptr<dsv4::Model>& model, 
     out.push_back({{"batch", batch}, {"tokens_per_s", r.tokens_per_s}, {"ratio_to_first", first > 0 ? r.tokens_per_s / first : 0}});
   }
   return out;
+}
+
+nlohmann::ordered_json bench_prefix(const std::shared_ptr<dsv4::Model>& model, const std::shared_ptr<const Tokenizer>& tok,
+                                    int64_t prefix_tokens, int64_t suffix_tokens) {
+  if (prefix_tokens < 1 || suffix_tokens < 1) throw Error("bench --prefix-tokens: prefix and suffix need at least 1 token");
+  engine::EngineOptions eo;
+  eo.max_context = prefix_tokens + suffix_tokens + 2;
+  // one request at a time, but pool room for several: prefix checkpoints live in the budget
+  // the running requests do not need
+  eo.max_running = 8;
+  eo.prefix_cache = true;
+  engine::Engine eng(model, tok, eo);
+  const int32_t vocab = tok->vocab_size();
+  struct Run {
+    double ttft = 0;
+    int64_t cached = 0;
+    int32_t first = -1;
+  };
+  uint64_t next_id = 1;
+  // One request, alone; returns its time to first token and how much of its prompt was cached.
+  auto run = [&](const std::vector<int32_t>& prefix, uint64_t suffix_seed) {
+    engine::Request q;
+    q.id = next_id++;
+    q.prompt = prefix;
+    const auto suffix = prompt_for(suffix_seed, suffix_tokens, vocab);
+    q.prompt.insert(q.prompt.end(), suffix.begin(), suffix.end());
+    q.sampling = greedy(1);
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    std::string error;
+    Run r;
+    const auto t0 = clock::now();
+    eng.submit(std::move(q), [&](const engine::Event& e) {
+      std::lock_guard lk(mu);
+      if (e.kind == engine::EventKind::token && r.first < 0) {
+        r.first = e.token;
+        r.ttft = std::chrono::duration<double>(clock::now() - t0).count();
+      }
+      if (e.finish != FinishReason::none || e.cancelled || !e.error.empty()) {
+        error = e.error;
+        r.cached = e.cached_prompt_tokens;
+        done = true;
+        cv.notify_all();
+      }
+    });
+    std::unique_lock lk(mu);
+    cv.wait(lk, [&] { return done; });
+    if (!error.empty()) throw Error("bench: a request failed: " + error);
+    return r;
+  };
+  const auto shared = prompt_for(7, prefix_tokens, vocab);
+  run(prompt_for(8, prefix_tokens, vocab), 1);  // warm-up: first-touch pages, thread pool
+  const Run cold = run(shared, 2);              // the shared prefix's first request: cold
+  const auto before = eng.metrics();
+  const Run hit = run(shared, 3);               // same prefix, another suffix: a hit
+  const auto after = eng.metrics();
+  const int32_t reference_first = [&] {  // what the hit's first token must be: its prompt cold
+    engine::EngineOptions no = eo;
+    no.prefix_cache = false;
+    engine::Engine plain(model, tok, no);
+    engine::Request q;
+    q.prompt = shared;
+    const auto suffix = prompt_for(3, suffix_tokens, vocab);
+    q.prompt.insert(q.prompt.end(), suffix.begin(), suffix.end());
+    q.sampling = greedy(1);
+    std::promise<int32_t> first;
+    bool set = false;
+    plain.submit(std::move(q), [&](const engine::Event& e) {
+      if (!set && (e.kind == engine::EventKind::token || !e.error.empty())) {
+        set = true;
+        first.set_value(e.kind == engine::EventKind::token ? e.token : -1);
+      }
+    });
+    return first.get_future().get();
+  }();
+  nlohmann::ordered_json j;
+  j["prefix_tokens"] = prefix_tokens;
+  j["suffix_tokens"] = suffix_tokens;
+  j["cold_ttft_s"] = cold.ttft;
+  j["hit_ttft_s"] = hit.ttft;
+  j["speedup"] = hit.ttft > 0 ? cold.ttft / hit.ttft : 0;
+  j["hit_cached_tokens"] = hit.cached;
+  j["hit_recomputed_tokens"] = int64_t(prefix_tokens + suffix_tokens) - hit.cached;
+  j["prefix_hit_tokens"] = after.prefix_hit_tokens - before.prefix_hit_tokens;
+  j["first_token_identical"] = hit.first == reference_first;
+  return j;
 }
 
 nlohmann::ordered_json bench_speculative(const std::shared_ptr<dsv4::Model>& model,

@@ -3,6 +3,11 @@
 // --batches B,...: aggregate decode tokens/s of B greedy requests decoding together through the
 // engine (continuous batching; counted from the moment every request has its first token).
 //
+// --prefix-tokens N: time to first token through the engine (prefix caching on) of a request
+// whose prompt is an N-token prefix + a short suffix: cold (a prefix nobody sent before) vs a
+// hit (the same prefix just served with another suffix), with the hit's reused and recomputed
+// tokens, and whether the hit's first token equals a cold run's.
+//
 // --spec-tokens N: decode tokens/s without
 // speculation, with MTP drafts, and with forced acceptance (drafts replaced by the target's
 // own greedy continuation: the verification path's cost and the ceiling), at batch 1
@@ -22,6 +27,9 @@ namespace strata::cli {
 
 nlohmann::ordered_json bench_batches(const std::shared_ptr<dsv4::Model>& model, const std::shared_ptr<const Tokenizer>& tok,
                                      int64_t prompt_tokens, int64_t decode_tokens, const std::vector<int>& batches);
+
+nlohmann::ordered_json bench_prefix(const std::shared_ptr<dsv4::Model>& model, const std::shared_ptr<const Tokenizer>& tok,
+                                    int64_t prefix_tokens, int64_t suffix_tokens);
 
 nlohmann::ordered_json bench_speculative(const std::shared_ptr<dsv4::Model>& model,
                                          const std::shared_ptr<const Tokenizer>& tok, int spec_tokens,

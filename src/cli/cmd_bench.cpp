@@ -33,6 +33,7 @@ struct Opts {
   std::vector<int> batches;        // --batches: aggregate batched decode
   std::vector<int64_t> contexts;  // --context: decode step time at these context lengths
   int64_t context_steps = 4;
+  int64_t prefix_tokens = 0, suffix_tokens = 16;  // --prefix-tokens: prefix-cache hit vs cold TTFT
 };
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
@@ -117,6 +118,10 @@ void run_bench(const Opts& o) {
     auto tok = std::make_shared<const Tokenizer>(Tokenizer::load(o.model));
     j["batched_decode"] = bench_batches(model, tok, o.prompt_tokens, o.decode_tokens, o.batches);
   }
+  if (o.prefix_tokens > 0) {
+    auto tok = std::make_shared<const Tokenizer>(Tokenizer::load(o.model));
+    j["prefix_cache"] = bench_prefix(model, tok, o.prefix_tokens, o.suffix_tokens);
+  }
   if (o.spec_tokens > 0) {
     auto tok = std::make_shared<const Tokenizer>(Tokenizer::load(o.model));
     j["speculative"] = bench_speculative(model, tok, o.spec_tokens, o.prompt_tokens, o.decode_tokens, o.spec_batches);
@@ -133,14 +138,22 @@ void run_bench(const Opts& o) {
                 m["read_gbps_1_thread"].get<double>(), m["bf16_gflops"].get<double>(),
                 m["bf16_method"].get<std::string>().c_str(), m["int8_gops"].get<double>(), m["fp64_gflops"].get<double>());
   }
-  std::printf("prefill: %zu tokens in %.3f s = %.1f tokens/s, %.1f GFLOP/s (%.1f%% of bf16 peak, %.1f%% of fp64 fma peak)\n",
-              ids.size(), prefill_s, prefill_tps, flops_tok * prefill_tps / 1e9, j["prefill"]["pct_of_bf16_peak"].get<double>(),
-              j["prefill"]["pct_of_fp64_peak"].get<double>());
+  // Ratios to the machine's limits only where the probes measured them (not with --skip-probes).
+  const bool probed = j.contains("machine");
+  std::printf("prefill: %zu tokens in %.3f s = %.1f tokens/s, %.1f GFLOP/s", ids.size(), prefill_s, prefill_tps,
+              flops_tok * prefill_tps / 1e9);
+  if (probed)
+    std::printf(" (%.1f%% of bf16 peak, %.1f%% of fp64 fma peak)", j["prefill"]["pct_of_bf16_peak"].get<double>(),
+                j["prefill"]["pct_of_fp64_peak"].get<double>());
+  std::printf("\n");
   std::printf("decode: %lld tokens at context %lld = %.2f tokens/s; %.1f MB read per token (weights %.1f, experts %.1f, "
-              "caches %.2f) = %.1f GB/s achieved, %.1f%% of the %.1f tokens/s roofline\n",
+              "caches %.2f) = %.1f GB/s achieved",
               (long long)o.decode_tokens, (long long)st.pos, decode_tps, traffic.total() / 1e6, traffic.weights / 1e6,
-              traffic.routed_experts / 1e6, traffic.caches / 1e6, achieved, j["decode"]["pct_of_roofline"].get<double>(),
-              j["decode"]["roofline_tokens_per_s"].get<double>());
+              traffic.routed_experts / 1e6, traffic.caches / 1e6, achieved);
+  if (probed)
+    std::printf(", %.1f%% of the %.1f tokens/s roofline", j["decode"]["pct_of_roofline"].get<double>(),
+                j["decode"]["roofline_tokens_per_s"].get<double>());
+  std::printf("\n");
   if (j.contains("batched_decode")) {
     std::printf("batched decode through the engine (%lld-token prompts, %lld tokens each):\n", (long long)o.prompt_tokens,
                 (long long)o.decode_tokens);
@@ -154,6 +167,15 @@ void run_bench(const Opts& o) {
       std::printf("  context %8lld: %8.1f ms/token  %.2fx the first  (%.1f MB read per token, caches %.1f MB)\n",
                   (long long)r["context"].get<int64_t>(), r["step_ms"].get<double>(), r["ratio_to_first"].get<double>(),
                   r["bytes_per_token"].get<double>() / 1e6, r["cache_bytes"].get<double>() / 1e6);
+  }
+  if (j.contains("prefix_cache")) {
+    const auto& p = j["prefix_cache"];
+    std::printf("prefix cache, %lld-token shared prefix + %lld-token suffix: time to first token cold %.3f s, hit %.3f s "
+                "(%.1fx; %lld tokens reused, %lld computed; first token %s a cold run's)\n",
+                (long long)p["prefix_tokens"].get<int64_t>(), (long long)p["suffix_tokens"].get<int64_t>(),
+                p["cold_ttft_s"].get<double>(), p["hit_ttft_s"].get<double>(), p["speedup"].get<double>(),
+                (long long)p["hit_cached_tokens"].get<int64_t>(), (long long)p["hit_recomputed_tokens"].get<int64_t>(),
+                p["first_token_identical"].get<bool>() ? "equals" : "DIFFERS FROM");
   }
   if (!j.contains("speculative")) return;
   for (const auto& b : j["speculative"]) {
@@ -191,6 +213,9 @@ AutoRegister reg([](CLI::App& app) {
                  "also time decode steps at these context lengths (rounded down to 128), from a synthetic state")
       ->delimiter(',');
   c->add_option("--context-steps", o->context_steps, "decode steps timed per --context length (default 4)");
+  c->add_option("--prefix-tokens", o->prefix_tokens,
+                 "also measure time to first token of a prompt sharing this many tokens with the previous one vs cold");
+  c->add_option("--suffix-tokens", o->suffix_tokens, "unshared tokens after the --prefix-tokens prefix (default 16)");
   c->add_option("--spec-batches", o->spec_batches, "batch sizes for --spec-tokens (default 1 8)")->delimiter(',');
   c->callback([o] { run_bench(*o); });
 });
