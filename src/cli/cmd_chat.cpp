@@ -25,8 +25,8 @@ struct ChatOpts {
 };
 
 void run_chat(const ChatOpts& o) {
-  preload_checkpoint(o.model);  // a progress bar while a large checkpoint is read in
   auto model = dsv4::Model::load(o.model);
+  preload_checkpoint(model->checkpoint(), o.model);  // a progress bar while a large checkpoint is read in
   Tokenizer tok = Tokenizer::load(o.model);
   ChatOptions copt = chat_options_for(o.thinking);
   SamplingParams sp = o.gen.sampling();

@@ -39,8 +39,8 @@ void run_generate(const Opts& o) {
   if (o.prompt.empty() == o.ids.empty()) throw Error("generate needs exactly one of --prompt TEXT or --ids 1,2,3");
   if (o.chat && o.prompt.empty()) throw Error("--chat needs --prompt");
   const SamplingParams sp = o.gen.sampling();
-  preload_checkpoint(o.model);  // a progress bar while a large checkpoint is read in
   auto model = dsv4::Model::load(o.model);
+  preload_checkpoint(model->checkpoint(), o.model);  // a progress bar while a large checkpoint is read in
   Tokenizer tok = Tokenizer::load(o.model);
   std::vector<int32_t> prompt;
   if (!o.prompt.empty()) {

@@ -13,7 +13,9 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/preload.h"
 #include "core/error.h"
+#include "core/process_stats.h"
 #include "engine/engine.h"
 #include "models/deepseek_v4/model.h"
 #include "server/server.h"
@@ -31,6 +33,7 @@ struct ServeOpts {
   bool speculative = false;
   int spec_tokens = -1;  // -1: not given
   std::string indexer_cache = "fp8";
+  bool preload = false, mlock = false;
 };
 
 class EngineBackend final : public server::Backend {
@@ -54,7 +57,10 @@ void run_serve(const ServeOpts& o) {
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
+  const auto t_start = std::chrono::steady_clock::now();
   std::shared_ptr<dsv4::Model> model = dsv4::Model::load(o.model);
+  if (o.mlock) lock_checkpoint(model->checkpoint());  // reads every page in, then pins it
+  else if (o.preload) preload_checkpoint(model->checkpoint(), o.model, 1e9, /*force=*/true);
   auto tok = std::make_shared<const Tokenizer>(Tokenizer::load(o.model));
   engine::EngineOptions eo;
   eo.max_running = o.max_running;
@@ -84,6 +90,15 @@ void run_serve(const ServeOpts& o) {
   server::Server srv(backend, so);
   const int port = srv.bind();
   std::fprintf(stderr, "strata serve: model %s, listening on http://%s:%d\n", so.model.id.c_str(), o.host.c_str(), port);
+  {
+    // Start-up cost: pages of the checkpoint are paid for when touched (at once with
+    // --preload / --mlock, else by the first requests).
+    const ProcessStats ps = process_stats();
+    std::fprintf(stderr, "strata serve: ready in %.2f s, %.0f MB resident, %lld minor + %lld major page faults%s\n",
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(),
+                 double(ps.resident_bytes) / 1e6, (long long)ps.minor_faults, (long long)ps.major_faults,
+                 o.mlock ? " (checkpoint locked in memory)" : o.preload ? " (checkpoint preloaded)" : "");
+  }
 
   std::atomic<bool> served{false};
   std::thread watcher([&] {
@@ -128,6 +143,8 @@ AutoRegister reg([](CLI::App& app) {
   c->add_option("--max-context", o->max_context, "tokens per request, prompt + output (0 = the model's)");
   c->add_option("--pool-bytes", o->pool_bytes, "cache memory pool (0 = enough for max-running at max-context)");
   c->add_option("--threads", o->threads, "engine compute threads (0 = all cores)");
+  c->add_flag("--preload", o->preload, "read every checkpoint page in before listening (first requests take no page faults)");
+  c->add_flag("--mlock", o->mlock, "read the checkpoint in and lock it in memory (needs ulimit -l above its size)");
   c->add_option("--indexer-cache", o->indexer_cache, "indexer key storage: fp8 (132 B, default) or fp4 (68 B); same outputs")
       ->check(CLI::IsMember({"fp4", "fp8"}));
   c->add_flag("--speculative", o->speculative,

@@ -3,20 +3,16 @@
 #include <unistd.h>
 
 #include "cli/progress.h"
-#include "io/safetensors.h"
 
 namespace strata::cli {
 
-void preload_checkpoint(const std::string& dir, double min_bytes) {
-  auto ckpt = SafetensorsCheckpoint::open_dir(dir);
+bool preload_checkpoint(const SafetensorsCheckpoint& ckpt, const std::string& label, double min_bytes, bool force) {
   uint64_t total = 0;
   for (const auto& f : ckpt.files()) total += f->mapped().size();
-  if (double(total) < min_bytes) return;
-  // A checkpoint larger than memory cannot stay resident: reading it all would only evict
-  // itself. Leave those to demand paging.
   const double ram = double(::sysconf(_SC_PHYS_PAGES)) * double(::sysconf(_SC_PAGESIZE));
-  if (double(total) > 0.75 * ram) return;
-  ProgressBar bar("loading " + dir);
+  if (!force && double(total) > 0.75 * ram) return false;
+  std::unique_ptr<ProgressBar> bar;
+  if (double(total) >= min_bytes) bar = std::make_unique<ProgressBar>("loading " + label);
   const size_t page = size_t(::sysconf(_SC_PAGESIZE));
   const size_t chunk = size_t(64) << 20;
   uint64_t done = 0;
@@ -30,10 +26,15 @@ void preload_checkpoint(const std::string& dir, double min_bytes) {
       for (size_t i = 0; i < n; i += page) acc ^= m.data()[off + i];
       sink ^= acc;
       done += n;
-      bar.update(done, total);
+      if (bar) bar->update(done, total);
     }
   }
-  bar.finish();
+  if (bar) bar->finish();
+  return true;
+}
+
+void lock_checkpoint(const SafetensorsCheckpoint& ckpt) {
+  for (const auto& f : ckpt.files()) f->mapped().lock();
 }
 
 }  // namespace strata::cli

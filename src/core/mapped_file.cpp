@@ -64,4 +64,13 @@ void MappedFile::prefetch(size_t offset, size_t length) const {
   ::madvise(const_cast<uint8_t*>(data_) + start, end - start, MADV_WILLNEED);
 }
 
+void MappedFile::lock() const {
+  if (!data_ || size_ == 0) return;
+  if (::mlock(data_, size_) != 0) {
+    const int e = errno;
+    throw Error("cannot lock " + path_ + " in memory (" + std::to_string(size_ >> 20) + " MiB): " + std::strerror(e) +
+                (e == ENOMEM || e == EPERM ? " — raise the locked-memory limit (ulimit -l) or drop --mlock" : ""));
+  }
+}
+
 }  // namespace strata

@@ -23,6 +23,10 @@ class MappedFile {
 
   // Ask the kernel to read a byte range ahead (MADV_WILLNEED); a hint, never an error.
   void prefetch(size_t offset, size_t length) const;
+  // Reads every page in and pins it in memory (mlock): no page of the file is ever faulted in
+  // again or evicted. Throws Error naming the path and the limit when the kernel refuses
+  // (RLIMIT_MEMLOCK, `ulimit -l`).
+  void lock() const;
 
  private:
   std::string path_;

@@ -97,6 +97,7 @@ class Model {
 
   // Pieces for tests and tools.
   const ModelWeights& weights() const { return w_; }
+  const SafetensorsCheckpoint& checkpoint() const { return ckpt_; }  // the mappings the weights point into
   const AttentionSpec& attention_spec(int64_t layer) const { return attn_[size_t(layer)]; }
   const MoeSpec& moe_spec(int64_t layer) const { return moe_[size_t(layer)]; }
   const HcSpec& hc_spec() const { return hc_; }
