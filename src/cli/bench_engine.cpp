@@ -1,7 +1,6 @@
 #include "cli/bench_engine.h"
 
 #include <chrono>
-#include <future>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -142,8 +141,9 @@ nlohmann::ordered_json bench_prefix(const std::shared_ptr<dsv4::Model>& model, c
     int32_t first = -1;
   };
   uint64_t next_id = 1;
-  // One request, alone; returns its time to first token and how much of its prompt was cached.
-  auto run = [&](const std::vector<int32_t>& prefix, uint64_t suffix_seed) {
+  // One request, alone on engine e; returns its time to first token, first token and how much
+  // of its prompt was cached.
+  auto run = [&](engine::Engine& e, const std::vector<int32_t>& prefix, uint64_t suffix_seed) {
     engine::Request q;
     q.id = next_id++;
     q.prompt = prefix;
@@ -156,15 +156,15 @@ nlohmann::ordered_json bench_prefix(const std::shared_ptr<dsv4::Model>& model, c
     std::string error;
     Run r;
     const auto t0 = clock::now();
-    eng.submit(std::move(q), [&](const engine::Event& e) {
+    e.submit(std::move(q), [&](const engine::Event& ev) {
       std::lock_guard lk(mu);
-      if (e.kind == engine::EventKind::token && r.first < 0) {
-        r.first = e.token;
+      if (ev.kind == engine::EventKind::token && r.first < 0) {
+        r.first = ev.token;
         r.ttft = std::chrono::duration<double>(clock::now() - t0).count();
       }
-      if (e.finish != FinishReason::none || e.cancelled || !e.error.empty()) {
-        error = e.error;
-        r.cached = e.cached_prompt_tokens;
+      if (ev.finish != FinishReason::none || ev.cancelled || !ev.error.empty()) {
+        error = ev.error;
+        r.cached = ev.cached_prompt_tokens;
         done = true;
         cv.notify_all();
       }
@@ -175,30 +175,16 @@ nlohmann::ordered_json bench_prefix(const std::shared_ptr<dsv4::Model>& model, c
     return r;
   };
   const auto shared = prompt_for(7, prefix_tokens, vocab);
-  run(prompt_for(8, prefix_tokens, vocab), 1);  // warm-up: first-touch pages, thread pool
-  const Run cold = run(shared, 2);              // the shared prefix's first request: cold
+  run(eng, prompt_for(8, prefix_tokens, vocab), 1);  // warm-up: first-touch pages, thread pool
+  const Run cold = run(eng, shared, 2);              // the shared prefix's first request: cold
   const auto before = eng.metrics();
-  const Run hit = run(shared, 3);               // same prefix, another suffix: a hit
+  const Run hit = run(eng, shared, 3);               // same prefix, another suffix: a hit
   const auto after = eng.metrics();
-  const int32_t reference_first = [&] {  // what the hit's first token must be: its prompt cold
-    engine::EngineOptions no = eo;
-    no.prefix_cache = false;
-    engine::Engine plain(model, tok, no);
-    engine::Request q;
-    q.prompt = shared;
-    const auto suffix = prompt_for(3, suffix_tokens, vocab);
-    q.prompt.insert(q.prompt.end(), suffix.begin(), suffix.end());
-    q.sampling = greedy(1);
-    std::promise<int32_t> first;
-    bool set = false;
-    plain.submit(std::move(q), [&](const engine::Event& e) {
-      if (!set && (e.kind == engine::EventKind::token || !e.error.empty())) {
-        set = true;
-        first.set_value(e.kind == engine::EventKind::token ? e.token : -1);
-      }
-    });
-    return first.get_future().get();
-  }();
+  // what the hit's first token must be: its prompt on an engine without prefix caching
+  engine::EngineOptions no = eo;
+  no.prefix_cache = false;
+  engine::Engine plain(model, tok, no);
+  const int32_t reference_first = run(plain, shared, 3).first;
   nlohmann::ordered_json j;
   j["prefix_tokens"] = prefix_tokens;
   j["suffix_tokens"] = suffix_tokens;

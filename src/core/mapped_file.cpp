@@ -69,7 +69,7 @@ void MappedFile::lock() const {
   if (::mlock(data_, size_) != 0) {
     const int e = errno;
     throw Error("cannot lock " + path_ + " in memory (" + std::to_string(size_ >> 20) + " MiB): " + std::strerror(e) +
-                (e == ENOMEM || e == EPERM ? " — raise the locked-memory limit (ulimit -l) or drop --mlock" : ""));
+                (e == ENOMEM || e == EPERM ? " — raise the locked-memory limit (ulimit -l)" : ""));
   }
 }
 

@@ -1,10 +1,11 @@
 #include "models/deepseek_v4/entry_codec.h"
 
 #include <algorithm>
-#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "core/numfmt.h"
@@ -18,18 +19,6 @@ namespace {
 constexpr int64_t kKvBlock = 64, kIndexBlock = 32;
 
 // Decode tables: one lookup per code instead of the format arithmetic.
-template <size_t N, float (*decode)(uint8_t)>
-const std::array<float, N>& table() {
-  static const std::array<float, N> t = [] {
-    std::array<float, N> a{};
-    for (size_t i = 0; i < N; ++i) a[i] = decode(uint8_t(i));
-    return a;
-  }();
-  return t;
-}
-const std::array<float, 256>& e4m3_table() { return table<256, e4m3_to_f32>(); }
-const std::array<float, 16>& e2m1_table() { return table<16, e2m1_to_f32>(); }
-
 float amax_of(const float* x, int64_t n) {
   float m = 0.0f;
   for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(x[i]));
@@ -49,34 +38,18 @@ bool same(float a, float b) {
   return std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b) || (std::isnan(a) && std::isnan(b));
 }
 
-[[noreturn]] void not_representable(const char* what) {
-  throw Error(std::string("cache entry: a value is not exactly representable as ") + what +
-              " (not a fake-quantized entry)");
-}
-
-// One block of n values as e4m3 codes (fp4_codes: e2m1 nibbles) under a shared e8m0 scale.
+// One block of n values as e4m3 codes (e2m1 nibbles) under a shared e8m0 scale; pack()
+// checks the result.
 void pack_block_fp8(const float* x, int64_t n, uint8_t* codes, uint8_t* scale) {
-  const uint8_t e = e8m0_ceil_from_f32(std::max(amax_of(x, n), kernels::kFp8AmaxFloor) * (1.0f / kE4M3Max));
-  const float s = e8m0_to_f32(e);
-  const auto& t = e4m3_table();
-  *scale = e;
-  for (int64_t i = 0; i < n; ++i) {
-    codes[i] = f32_to_e4m3(x[i] / s);
-    if (!same(t[codes[i]] * s, x[i])) not_representable("e4m3");
-  }
+  *scale = e8m0_ceil_from_f32(std::max(amax_of(x, n), kernels::kFp8AmaxFloor) * (1.0f / kE4M3Max));
+  const float s = e8m0_to_f32(*scale);
+  for (int64_t i = 0; i < n; ++i) codes[i] = f32_to_e4m3(x[i] / s);
 }
 
 void pack_block_fp4(const float* x, int64_t n, uint8_t* packed, uint8_t* scale) {
-  const uint8_t e = e8m0_ceil_from_f32(std::max(amax_of(x, n), kernels::kFp4AmaxFloor) * float(1.0 / 6.0));
-  const float s = e8m0_to_f32(e);
-  const auto& t = e2m1_table();
-  *scale = e;
-  for (int64_t i = 0; i < n; i += 2) {
-    const uint8_t lo = f32_to_e2m1(x[i] / s), hi = f32_to_e2m1(x[i + 1] / s);
-    if (!same(t[lo] * s, x[i]) || !same(t[hi] * s, x[i + 1]))
-      not_representable("e2m1");
-    packed[i / 2] = uint8_t(lo | (hi << 4));
-  }
+  *scale = e8m0_ceil_from_f32(std::max(amax_of(x, n), kernels::kFp4AmaxFloor) * float(1.0 / 6.0));
+  const float s = e8m0_to_f32(*scale);
+  for (int64_t i = 0; i < n; i += 2) packed[i / 2] = uint8_t(f32_to_e2m1(x[i] / s) | (f32_to_e2m1(x[i + 1] / s) << 4));
 }
 
 }  // namespace
@@ -96,20 +69,24 @@ void EntryCodec::pack(const float* x, uint8_t* out) const {
     const KvLayout L(*this);
     for (int64_t b = 0; b < L.scales; ++b) pack_block_fp8(x + b * kKvBlock, kKvBlock, out + b * kKvBlock, out + L.nope + b);
     for (int64_t i = 0; i < rope_dim; ++i) {
-      const float v = x[L.nope + i];
-      if (round_bf16(v) != v && !std::isnan(v)) not_representable("bf16");
-      const uint16_t h = f32_to_bf16(v);
+      const uint16_t h = f32_to_bf16(x[L.nope + i]);
       std::memcpy(out + L.rope_off + 2 * i, &h, 2);
     }
-    return;
+  } else {
+    for (int64_t b = 0; b < head_dim / kIndexBlock; ++b) {
+      if (kind == Kind::index_fp8)
+        pack_block_fp8(x + b * kIndexBlock, kIndexBlock, out + b * kIndexBlock, out + head_dim + b);
+      else
+        pack_block_fp4(x + b * kIndexBlock, kIndexBlock, out + b * kIndexBlock / 2, out + head_dim / 2 + b);
+    }
   }
-  const int64_t blocks = head_dim / kIndexBlock;
-  for (int64_t b = 0; b < blocks; ++b) {
-    if (kind == Kind::index_fp8)
-      pack_block_fp8(x + b * kIndexBlock, kIndexBlock, out + b * kIndexBlock, out + head_dim + b);
-    else
-      pack_block_fp4(x + b * kIndexBlock, kIndexBlock, out + b * kIndexBlock / 2, out + head_dim / 2 + b);
-  }
+  // Lossless or an error: what unpack() gives back must be x, bit for bit.
+  std::vector<float> back(static_cast<size_t>(head_dim));
+  unpack(out, back.data());
+  for (int64_t i = 0; i < head_dim; ++i)
+    if (!same(back[size_t(i)], x[i]))
+      throw Error("cache entry: value " + std::to_string(i) + " (" + std::to_string(x[i]) +
+                  ") is not exactly representable in its storage format (not a fake-quantized entry)");
 }
 
 // Unpacking is on the decode path (every attended entry, every index key of a CSA layer's
