@@ -61,7 +61,7 @@ void indexer_scan(benchmark::State& state, IndexKeyFormat f) {
   strata::dsv4::CompressorState keys;
   keys.init(4, EntryCodec::index(128, f));
   const int64_t n = 32768;
-  keys.entries = entries(keys.codec, n);
+  keys.entries.assign_bytes(entries(keys.codec, n));
   std::vector<float> q(static_cast<size_t>(s.heads * s.head_dim), 0.25f), w(static_cast<size_t>(s.heads), 0.5f);
   for (auto _ : state) benchmark::DoNotOptimize(strata::dsv4::indexer_scores(s, q.data(), w.data(), keys, n));
   state.SetItemsProcessed(state.iterations() * n);

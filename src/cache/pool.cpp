@@ -77,10 +77,37 @@ bool CachePool::can_reserve(const PoolSeq& s, int64_t context) const {
   return (block_top_ + new_blocks) * block_stride_ + (slot_top_ + new_slots) * slot_stride_ <= capacity_;
 }
 
+void CachePool::push_block(PoolSeq& s, int32_t b) {
+  s.blocks.push_back(b);
+  s.block_ptrs.push_back(block_data(b));
+}
+
 bool CachePool::reserve(PoolSeq& s, int64_t context) {
   if (!can_reserve(s, context)) return false;
   if (s.slot < 0) s.slot = take_slot();
-  while (int64_t(s.blocks.size()) < layout_.blocks_for(context)) s.blocks.push_back(take_block());
+  while (int64_t(s.blocks.size()) < layout_.blocks_for(context)) push_block(s, take_block());
+  return true;
+}
+
+bool CachePool::take_slot(PoolSeq& s) {
+  if (s.slot >= 0) return true;
+  if (free_slots_.empty() && block_top_ * block_stride_ + (slot_top_ + 1) * slot_stride_ > capacity_) return false;
+  s.slot = take_slot();
+  return true;
+}
+
+void CachePool::share(PoolSeq& s, const std::vector<int32_t>& blocks, size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    retain(blocks[i]);
+    push_block(s, blocks[i]);
+  }
+}
+
+bool CachePool::append_copy(PoolSeq& s, int32_t from) {
+  if (free_blocks_.empty() && (block_top_ + 1) * block_stride_ + slot_top_ * slot_stride_ > capacity_) return false;
+  const int32_t b = take_block();
+  std::memcpy(block_data(b), block_data(from), size_t(block_stride_));
+  push_block(s, b);
   return true;
 }
 
@@ -94,6 +121,7 @@ void CachePool::drop_block(int32_t b) {
 void CachePool::release(PoolSeq& s) {
   for (int32_t b : s.blocks) drop_block(b);
   s.blocks.clear();
+  s.block_ptrs.clear();
   if (s.slot >= 0) {
     free_slots_.push_back(s.slot);
     --slots_used_;
@@ -107,6 +135,7 @@ void CachePool::shrink(PoolSeq& s, int64_t context) {
   if (s.blocks.size() <= keep) return;
   for (size_t i = keep; i < s.blocks.size(); ++i) drop_block(s.blocks[i]);
   s.blocks.resize(keep);
+  s.block_ptrs.resize(keep);
   give_back_ends();
 }
 

@@ -22,10 +22,19 @@
 namespace strata::cache {
 
 // A request's share of the pool: its slot and its block table (block i covers tokens
-// [i·block_tokens, (i+1)·block_tokens)).
+// [i·block_tokens, (i+1)·block_tokens)), with each block's address beside its index (what a
+// state's EntryArrays read; the pool keeps both in step).
 struct PoolSeq {
   int32_t slot = -1;
   std::vector<int32_t> blocks;
+  std::vector<uint8_t*> block_ptrs;
+  PoolSeq() = default;
+  // A bound state points at block_ptrs, so a request's PoolSeq stays where it is; moving is
+  // for sequences no state reads (prefix checkpoints).
+  PoolSeq(const PoolSeq&) = delete;
+  PoolSeq& operator=(const PoolSeq&) = delete;
+  PoolSeq(PoolSeq&&) = default;
+  PoolSeq& operator=(PoolSeq&&) = default;
 };
 
 class CachePool {
@@ -53,6 +62,13 @@ class CachePool {
   // Another reference to a block (a shared prefix); release() drops it.
   void retain(int32_t block) { ++refs_[size_t(block)]; }
   int32_t refs(int32_t block) const { return refs_[size_t(block)]; }
+  // Appends blocks (another sequence's, complete) to s's table, shared: one more reference each.
+  void share(PoolSeq& s, const std::vector<int32_t>& blocks, size_t count);
+  // Appends a fresh block to s holding a copy of block `from` (a block still being written by
+  // its owner); false when the pool is full.
+  bool append_copy(PoolSeq& s, int32_t from);
+  // Gives s a slot if it has none; false when the pool is full.
+  bool take_slot(PoolSeq& s);
 
   // Bytes held, with the layout's figures: slots × fixed_bytes + blocks × block_bytes.
   int64_t bytes_in_use() const { return slots_used_ * layout_.fixed_bytes() + blocks_used_ * layout_.block_bytes(); }
@@ -71,6 +87,7 @@ class CachePool {
  private:
   int32_t take_block();
   int32_t take_slot();
+  void push_block(PoolSeq& s, int32_t b);
   void drop_block(int32_t b);
   void give_back_ends();
 

@@ -24,11 +24,11 @@ class UndoLog {
  public:
   // Records the n bytes at p before the token at `pos` overwrites them.
   void save(int64_t pos, void* p, size_t n);
-  // Records a growing vector's size before the token at `pos` appends to it (undone by
-  // truncation, so appended data is never copied).
-  template <class T>
-  void save_size(int64_t pos, std::vector<T>& v) {
-    recs_.push_back(Rec{pos, &v, v.size(), 0, &truncate<T>});
+  // Records a growing cache's size (a vector, an EntryArray: size() and resize()) before the
+  // token at `pos` appends to it (undone by truncation, so appended data is never copied).
+  template <class C>
+  void save_size(int64_t pos, C& v) {
+    recs_.push_back(Rec{pos, &v, v.size(), 0, &truncate<C>});
   }
   template <class T>
   void save(int64_t pos, T* p, size_t count) {
@@ -51,9 +51,9 @@ class UndoLog {
     size_t offset;  // where the saved bytes start in bytes_
     void (*truncate)(void* vec, size_t size);  // null for a region record
   };
-  template <class T>
+  template <class C>
   static void truncate(void* v, size_t n) {
-    static_cast<std::vector<T>*>(v)->resize(n);
+    static_cast<C*>(v)->resize(n);
   }
   std::vector<Rec> recs_;
   std::vector<unsigned char> bytes_;
@@ -64,8 +64,8 @@ template <class T>
 inline void save_before_write(UndoLog* log, int64_t pos, T* p, size_t count) {
   if (log) log->save(pos, p, count);
 }
-template <class T>
-inline void save_before_append(UndoLog* log, int64_t pos, std::vector<T>& v) {
+template <class C>
+inline void save_before_append(UndoLog* log, int64_t pos, C& v) {
   if (log) log->save_size(pos, v);
 }
 

@@ -19,6 +19,7 @@
 #include "cache/pool.h"
 #include "core/error.h"
 #include "engine/prefix_cache.h"
+#include "models/deepseek_v4/pool_binding.h"
 #include "engine/request_state.h"
 #include "engine/scheduler.h"
 #include "engine/speculative.h"
@@ -60,19 +61,23 @@ struct Engine::Impl {
   std::thread thread;
 
   std::vector<Req> running;  // engine thread only, in arrival order
-  std::optional<PrefixCache> prefix;  // engine thread only
   std::optional<MtpDrafter> drafter;  // speculative decoding on
   SamplingScratch scratch;
 
   std::unique_ptr<cache::CachePool> pool;  // engine thread only (its figures are published under mu)
+  std::optional<PrefixCache> prefix;       // engine thread only; its checkpoints live in the pool (declared after it)
   // What a request at this context costs the pool: its slot and blocks with their alignment.
   int64_t bytes_for(int64_t context) const {
     return pool->slot_stride() + layout.blocks_for(context) * pool->block_stride();
   }
   void free_cache(RequestState& r) {
     r.state.reset();
+    r.in_pool = false;
     pool->release(r.pool);
   }
+  // Reserves r's slot and blocks for `context` tokens, evicting prefix checkpoints while the
+  // pool lacks the room; moves r's state into the pool the first time. False: no room.
+  bool reserve(RequestState& r, int64_t context);
   void run();
   bool step();
   void finish(Req& r, Event ev, bool was_running);
@@ -80,7 +85,6 @@ struct Engine::Impl {
   void do_exports();
   void start(RequestState& r);
   void run_batched(std::vector<int64_t>& left, std::vector<std::vector<float>>& logits);
-  int64_t held_bytes() const;
   void checkpoint(RequestState& r);
   void plan_drafts(const StepPlan& plan, std::vector<int64_t>& left);
   struct StepTimes {
@@ -116,6 +120,7 @@ Engine::Engine(std::shared_ptr<dsv4::Model> model, std::shared_ptr<const Tokeniz
   {
     dsv4::CacheLayoutOptions lo;
     lo.index_keys = I.index_keys;
+    lo.include_mtp = options.spec_tokens > 0;  // the drafter's MTP state lives in the pool too
     I.layout = dsv4::cache_layout(cfg, lo);
   }
   I.max_context = options.max_context > 0 ? std::min(options.max_context, I.model->max_positions())
@@ -129,7 +134,7 @@ Engine::Engine(std::shared_ptr<dsv4::Model> model, std::shared_ptr<const Tokeniz
   if (cfg.eos_token_id >= 0) I.eos.push_back(int32_t(cfg.eos_token_id));
   if (I.tok->eos_id() >= 0 && I.tok->eos_id() != cfg.eos_token_id) I.eos.push_back(I.tok->eos_id());
   if (options.threads > 0) kernels::set_num_threads(options.threads);
-  if (options.prefix_cache) I.prefix.emplace(I.layout.block_tokens);
+  if (options.prefix_cache) I.prefix.emplace(*I.pool);
   if (options.spec_tokens < 0) throw Error("engine: spec_tokens must be >= 0");
   if (options.spec_tokens > 0) {
     if (I.model->n_mtp() == 0) throw Error("engine: speculative decoding needs an MTP block; the checkpoint has none");
@@ -289,15 +294,13 @@ void Engine::Impl::finish(Req& r, Event ev, bool was_running) {
 // Cache bytes by kind held in the pool: the ledger's block-rounded figures.
 void Engine::Impl::publish_pool() {
   auto by_kind = pool->bytes_by_kind();
+  const int64_t ckpts = prefix ? int64_t(prefix->size()) : 0, ckpt_blocks = prefix ? prefix->blocks_referenced() : 0;
   std::lock_guard lk(mu);
   m.pool_bytes_by_kind = std::move(by_kind);
+  m.prefix_checkpoints = ckpts;
+  m.prefix_blocks = ckpt_blocks;
   m.running = int64_t(running.size());
   m.waiting = int64_t(waiting.size());
-}
-
-// Pool bytes taken by the running requests (alignment included).
-int64_t Engine::Impl::held_bytes() const {
-  return pool->slots_in_use() * pool->slot_stride() + pool->blocks_in_use() * pool->block_stride();
 }
 
 // A request (new, or preempted earlier) gets its state: from the longest prefix checkpoint
@@ -307,7 +310,8 @@ void Engine::Impl::start(RequestState& r) {
   r.state = model->new_sequence(index_keys);
   const bool first = r.computed_high == 0;
   int64_t hit = 0;
-  if (prefix) hit = prefix->lookup(r.tokens, int64_t(r.tokens.size()) - 1, *r.state);
+  if (prefix) hit = prefix->restore(r.tokens, int64_t(r.tokens.size()) - 1, *r.state, r.pool);
+  r.in_pool = hit > 0;
   if (first) r.cached_prompt_tokens = std::min(hit, r.prompt_tokens);
   r.computed_high = std::max(r.computed_high, hit);
   std::lock_guard lk(mu);
@@ -372,11 +376,18 @@ void Engine::Impl::run_batched(std::vector<int64_t>& left, std::vector<std::vect
 // At a block boundary, the request's whole state becomes a prefix checkpoint (evicting the
 // least recently used ones while the pool's bytes are needed by running requests).
 void Engine::Impl::checkpoint(RequestState& r) {
-  if (!prefix || r.context() % layout.block_tokens != 0 || prefix->contains(r.tokens, r.context())) return;
-  prefix->insert(r.tokens, *r.state, layout.bytes_for(r.context()));
-  const int64_t held = held_bytes();
-  while (prefix->bytes() + held > pool_budget && prefix->evict_one()) {
+  if (!prefix || !r.in_pool || r.context() % layout.block_tokens != 0) return;
+  prefix->insert(r.tokens, *r.state, r.pool);
+}
+
+bool Engine::Impl::reserve(RequestState& r, int64_t context) {
+  while (!pool->reserve(r.pool, context))
+    if (!prefix || !prefix->evict_one()) return false;
+  if (!r.in_pool) {
+    dsv4::bind_to_pool(*r.state, *pool, r.pool);
+    r.in_pool = true;
   }
+  return true;
 }
 
 // Every decoding request drafts with the MTP block: up to its adaptive draft length, within
@@ -404,7 +415,7 @@ void Engine::Impl::plan_drafts(const StepPlan& plan, std::vector<int64_t>& left)
     k = std::min({k, spare, *r.sampler.params().max_tokens - r.generated() - 1, max_context - c0 - 1});
     if (prefix) k = std::min(k, (c0 / layout.block_tokens + 1) * layout.block_tokens - c0 - 1);
     // The pool first: no drafting for tokens it could not hold.
-    if (k <= 0 || !pool->reserve(r.pool, c0 + 1 + k)) continue;
+    if (k <= 0 || !reserve(r, c0 + 1 + k)) continue;
     auto d = drafter->draft(*r.state, r.tokens.back(), int(k), tok_vocab);
     pool->shrink(r.pool, c0 + 1 + int64_t(d.size()));  // fewer drafts than asked (none when out of step)
     if (d.empty()) continue;
@@ -570,7 +581,7 @@ bool Engine::Impl::step() {
   // the pool cannot (alignment, or slots and blocks meeting in the middle), preempt the newest.
   for (size_t i = 0; i < running.size(); ++i) {
     if (!running[i]) continue;
-    while (!pool->reserve(running[i]->pool, running[i]->context() + plan.chunk[i])) {
+    while (!reserve(*running[i], running[i]->context() + plan.chunk[i])) {
       size_t v = running.size();
       for (size_t j = running.size(); j-- > i + 1;)
         if (running[j]) {
@@ -583,11 +594,8 @@ bool Engine::Impl::step() {
       ++m.preempted;
       waiting.push_front(std::move(running[v]));
     }
-    if (!pool->reserve(running[i]->pool, running[i]->context() + plan.chunk[i]))
+    if (!reserve(*running[i], running[i]->context() + plan.chunk[i]))
       finish(running[i], running[i]->end_event(false, "out of cache memory"), true);
-  }
-  // Prefix checkpoints are the first to go when the running requests need the bytes.
-  while (prefix && prefix->bytes() + held_bytes() > pool_budget && prefix->evict_one()) {
   }
 
   int64_t recomputed = 0;

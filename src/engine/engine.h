@@ -87,6 +87,9 @@ struct EngineMetrics {
   // Speculative decoding: verification rounds, drafted and accepted tokens, tokens produced.
   int64_t spec_rounds = 0, spec_drafted = 0, spec_accepted = 0, spec_emitted = 0;
   int64_t pool_bytes_total = 0;
+  // Prefix checkpoints held in the pool: each a slot, and the blocks they reference (shared
+  // with each other and with running requests, counted once).
+  int64_t prefix_checkpoints = 0, prefix_blocks = 0;
   std::vector<std::pair<std::string, int64_t>> pool_bytes_by_kind;  // cache kind -> bytes in use
   std::vector<double> ttft_seconds, itl_seconds;  // samples since the last metrics() call (for histograms)
 };

@@ -1,6 +1,10 @@
 #include "engine/prefix_cache.h"
 
 #include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "models/deepseek_v4/pool_binding.h"
 
 namespace strata::engine {
 
@@ -14,6 +18,11 @@ uint64_t mix(uint64_t h, uint64_t v) {  // splitmix64-style step over one value
 }
 }  // namespace
 
+PrefixCache::~PrefixCache() {
+  while (evict_one()) {
+  }
+}
+
 // h_k = H(h_{k-1}, block k's ids): a block's key names its whole prefix.
 uint64_t PrefixCache::chain(const std::vector<int32_t>& tokens, int64_t blocks) const {
   uint64_t h = 0x5eed;
@@ -21,46 +30,85 @@ uint64_t PrefixCache::chain(const std::vector<int32_t>& tokens, int64_t blocks) 
   return mix(h, uint64_t(blocks));
 }
 
-bool PrefixCache::contains(const std::vector<int32_t>& tokens, int64_t n) const {
-  if (n % block_ || n > int64_t(tokens.size())) return false;
-  auto it = map_.find(chain(tokens, n / block_));
-  return it != map_.end() && std::equal(it->second.tokens.begin(), it->second.tokens.end(), tokens.begin());
+PrefixCache::Checkpoint* PrefixCache::find(const std::vector<int32_t>& tokens, int64_t blocks) {
+  if (blocks * block_ > int64_t(tokens.size())) return nullptr;
+  auto it = map_.find(chain(tokens, blocks));
+  if (it == map_.end()) return nullptr;
+  Checkpoint& c = it->second;
+  if (int64_t(c.tokens.size()) != blocks * block_ || !std::equal(c.tokens.begin(), c.tokens.end(), tokens.begin()))
+    return nullptr;
+  return &c;
 }
 
-int64_t PrefixCache::lookup(const std::vector<int32_t>& tokens, int64_t limit, dsv4::SequenceState& out) {
+bool PrefixCache::contains(const std::vector<int32_t>& tokens, int64_t n) const {
+  return n % block_ == 0 && const_cast<PrefixCache*>(this)->find(tokens, n / block_) != nullptr;
+}
+
+int64_t PrefixCache::restore(const std::vector<int32_t>& tokens, int64_t limit, dsv4::SequenceState& st,
+                             cache::PoolSeq& seq) {
   for (int64_t k = std::min<int64_t>(limit, int64_t(tokens.size())) / block_; k > 0; --k) {
-    auto it = map_.find(chain(tokens, k));
-    if (it == map_.end()) continue;
-    Entry& e = it->second;
-    if (int64_t(e.tokens.size()) != k * block_ || !std::equal(e.tokens.begin(), e.tokens.end(), tokens.begin()))
-      continue;
-    out = e.state;
-    lru_.splice(lru_.begin(), lru_, e.lru);
-    return k * block_;
+    Checkpoint* c = find(tokens, k);
+    if (!c) continue;
+    lru_.splice(lru_.begin(), lru_, c->lru);
+    // Complete blocks shared; a block still being written (never for V4's main layers at a
+    // block boundary) copied, since the request will write into it.
+    pool_.share(seq, c->seq.blocks, size_t(c->shared));
+    bool ok = pool_.take_slot(seq);
+    for (size_t b = size_t(c->shared); ok && b < c->seq.blocks.size(); ++b) ok = pool_.append_copy(seq, c->seq.blocks[b]);
+    if (!ok) {
+      pool_.release(seq);
+      return 0;
+    }
+    std::memcpy(pool_.slot_data(seq.slot), pool_.slot_data(c->seq.slot), size_t(pool_.slot_stride()));
+    st.pos = c->pos;
+    st.mtp_pos = c->mtp_pos;
+    st.mtp_hidden = c->mtp_hidden;
+    dsv4::adopt_from_pool(st, pool_, seq);
+    return c->pos;
   }
   return 0;
 }
 
-void PrefixCache::insert(const std::vector<int32_t>& tokens, const dsv4::SequenceState& st, int64_t bytes) {
-  if (st.pos <= 0 || st.pos % block_ || st.pos > int64_t(tokens.size()) || contains(tokens, st.pos)) return;
+bool PrefixCache::insert(const std::vector<int32_t>& tokens, const dsv4::SequenceState& st, const cache::PoolSeq& seq) {
+  if (st.pos <= 0 || st.pos % block_ || st.pos > int64_t(tokens.size()) || contains(tokens, st.pos)) return false;
+  if (seq.slot < 0 || int64_t(seq.blocks.size()) < pool_.layout().blocks_for(st.pos)) return false;
   const uint64_t key = chain(tokens, st.pos / block_);
-  if (map_.count(key)) return;  // a colliding prefix keeps its slot
+  if (map_.count(key)) return false;  // a colliding prefix keeps its place
+  Checkpoint c;
+  while (!pool_.take_slot(c.seq))
+    if (!evict_one()) return false;
+  c.shared = std::min(dsv4::complete_blocks(st, pool_.layout()), pool_.layout().blocks_for(st.pos));
+  pool_.share(c.seq, seq.blocks, size_t(c.shared));
+  for (int64_t b = c.shared; b < pool_.layout().blocks_for(st.pos); ++b)
+    while (!pool_.append_copy(c.seq, seq.blocks[size_t(b)]))
+      if (!evict_one()) {
+        pool_.release(c.seq);
+        return false;
+      }
+  std::memcpy(pool_.slot_data(c.seq.slot), pool_.slot_data(seq.slot), size_t(pool_.slot_stride()));
+  c.tokens.assign(tokens.begin(), tokens.begin() + st.pos);
+  c.pos = st.pos;
+  c.mtp_pos = st.mtp_pos;
+  c.mtp_hidden = st.mtp_hidden;
   lru_.push_front(key);
-  Entry& e = map_[key];
-  e.tokens.assign(tokens.begin(), tokens.begin() + st.pos);
-  e.state = st;
-  e.bytes = bytes;
-  e.lru = lru_.begin();
-  bytes_ += bytes;
+  c.lru = lru_.begin();
+  map_.emplace(key, std::move(c));
+  return true;
 }
 
 bool PrefixCache::evict_one() {
   if (lru_.empty()) return false;
   auto it = map_.find(lru_.back());
-  bytes_ -= it->second.bytes;
+  pool_.release(it->second.seq);
   map_.erase(it);
   lru_.pop_back();
   return true;
+}
+
+int64_t PrefixCache::blocks_referenced() const {
+  std::set<int32_t> blocks;
+  for (const auto& [k, c] : map_) blocks.insert(c.seq.blocks.begin(), c.seq.blocks.end());
+  return int64_t(blocks.size());
 }
 
 }  // namespace strata::engine

@@ -1,53 +1,65 @@
-// Prefix cache by periodic checkpointing: the whole sequence state saved at each 128-token
-// block boundary of a prompt, found again by a hash chain over the token ids of the blocks.
-// A request whose first k complete blocks match starts from the checkpoint at 128·k and
-// computes only the rest; since the forward pass is bitwise independent of how a sequence is
-// chunked, its output equals a cold run's.
+// Prefix cache over the pool: at each 128-token block boundary of a prompt a checkpoint keeps
+// the request's blocks (shared, reference-counted: the compressed entries and indexer keys of
+// every complete block are never copied) and a copy of its fixed state (window ring,
+// compressor slot rows) in a pool slot of its own. Checkpoints are found again by a hash chain
+// over the token ids of the blocks. A request whose first k complete blocks match shares those
+// blocks, copies the slot and computes only the rest; since the forward pass is bitwise
+// independent of how a sequence is chunked, its output equals a cold run's.
 //
-// Why checkpoints rather than recomputing the window ("zero SWA caching"): with the state
-// still held as one SequenceState per request (the pool does not yet own the cache memory),
-// blocks cannot be shared between requests, and a checkpoint costs one copy where the zero-SWA
-// rebuild costs window × layers tokens of forward pass per hit. Entries are evicted least
-// recently used when the engine needs their bytes (counted with the ledger's figures).
+// Why a fixed-state checkpoint rather than recomputing the window ("zero SWA caching"): one
+// slot copy per hit (a few MB at full scale) against window × layers tokens of forward pass
+// per hit; measured in docs/engine.md. Checkpoints live in the same pool as running requests
+// and are evicted least recently used when a request needs the room.
 #pragma once
 #include <cstdint>
 #include <list>
-#include <memory>
 #include <unordered_map>
 #include <vector>
 
+#include "cache/pool.h"
 #include "models/deepseek_v4/state.h"
 
 namespace strata::engine {
 
 class PrefixCache {
  public:
-  explicit PrefixCache(int64_t block_tokens) : block_(block_tokens) {}
+  explicit PrefixCache(cache::CachePool& pool) : pool_(pool), block_(pool.layout().block_tokens) {}
+  ~PrefixCache();
+  PrefixCache(const PrefixCache&) = delete;
+  PrefixCache& operator=(const PrefixCache&) = delete;
 
   int64_t block_tokens() const { return block_; }
-  // Longest checkpoint for tokens[0 .. 128·k) with 128·k <= limit; copies its state into
-  // `out`. Returns the number of tokens covered (0 = miss).
-  int64_t lookup(const std::vector<int32_t>& tokens, int64_t limit, dsv4::SequenceState& out);
-  // Saves `st` (at position st.pos, a block boundary) as the checkpoint of tokens[0..st.pos).
-  void insert(const std::vector<int32_t>& tokens, const dsv4::SequenceState& st, int64_t bytes);
+  // Restores the longest checkpoint of tokens[0 .. 128·k) with 128·k <= limit into `st` (a
+  // fresh new_sequence()) and `seq` (empty): shared blocks, a copied slot. Returns the tokens
+  // covered; 0 = miss, or the pool had no room for the slot (nothing taken then).
+  int64_t restore(const std::vector<int32_t>& tokens, int64_t limit, dsv4::SequenceState& st, cache::PoolSeq& seq);
+  // Keeps `st` (at position st.pos, a block boundary; bound to the pool in `seq`) as the
+  // checkpoint of tokens[0..st.pos), evicting older checkpoints if the pool needs their room
+  // for the slot. False when it could not (the pool is full of running requests).
+  bool insert(const std::vector<int32_t>& tokens, const dsv4::SequenceState& st, const cache::PoolSeq& seq);
   bool contains(const std::vector<int32_t>& tokens, int64_t n) const;
-  // Drops the least recently used checkpoint; false when empty.
+  // Drops the least recently used checkpoint (its slot, its references); false when empty.
   bool evict_one();
-  int64_t bytes() const { return bytes_; }
   size_t size() const { return map_.size(); }
+  // Blocks the checkpoints share with each other and with running requests, counted once each.
+  int64_t blocks_referenced() const;
 
  private:
-  struct Entry {
+  struct Checkpoint {
     std::vector<int32_t> tokens;  // the full prefix, compared on a hit (hash collisions)
-    dsv4::SequenceState state;
-    int64_t bytes = 0;
+    cache::PoolSeq seq;           // a slot with the fixed state, the blocks
+    int64_t shared = 0;           // blocks [0, shared) are complete; later ones are private copies
+    int64_t pos = 0;
+    std::vector<int64_t> mtp_pos;
+    std::vector<float> mtp_hidden;
     std::list<uint64_t>::iterator lru;
   };
   uint64_t chain(const std::vector<int32_t>& tokens, int64_t blocks) const;
+  Checkpoint* find(const std::vector<int32_t>& tokens, int64_t blocks);
+  cache::CachePool& pool_;
   int64_t block_;
-  std::unordered_map<uint64_t, Entry> map_;
+  std::unordered_map<uint64_t, Checkpoint> map_;
   std::list<uint64_t> lru_;  // front = most recently used
-  int64_t bytes_ = 0;
 };
 
 }  // namespace strata::engine

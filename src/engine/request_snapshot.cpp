@@ -40,7 +40,7 @@ dsv4::EntryCodec codec(const json& j) {
 
 json compressor(const dsv4::CompressorState& c) {
   return {{"ratio", c.ratio}, {"head_dim", c.head_dim}, {"overlap", c.overlap}, {"codec", codec(c.codec)},
-          {"kv", floats(c.kv)}, {"score", floats(c.score)}, {"entries", json::binary(c.entries)}};
+          {"kv", floats(c.kv.to_vector())}, {"score", floats(c.score.to_vector())}, {"entries", json::binary(c.entries.to_bytes())}};
 }
 
 dsv4::CompressorState compressor(const json& j) {
@@ -51,12 +51,13 @@ dsv4::CompressorState compressor(const json& j) {
   c.codec = codec(j.at("codec"));
   c.kv = floats(j.at("kv"));
   c.score = floats(j.at("score"));
-  c.entries = j.at("entries").get_binary();
+  c.entries.init(c.codec.bytes());
+  c.entries.assign_bytes(j.at("entries").get_binary());
   return c;
 }
 
 json layer(const dsv4::LayerState& l) {
-  return {{"window", l.window}, {"head_dim", l.head_dim}, {"codec", codec(l.codec)}, {"ring", json::binary(l.ring)},
+  return {{"window", l.window}, {"head_dim", l.head_dim}, {"codec", codec(l.codec)}, {"ring", json::binary(l.ring.to_vector())},
           {"compressor", compressor(l.compressor)}, {"index_keys", compressor(l.index_keys)}};
 }
 

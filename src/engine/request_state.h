@@ -37,6 +37,7 @@ struct RequestState {
   std::vector<int32_t> tokens;     // prompt, then every sampled token
   std::optional<dsv4::SequenceState> state;  // tokens[0 .. state->pos) are in the cache
   cache::PoolSeq pool;             // its slot and blocks in the engine's pool (empty when state is)
+  bool in_pool = false;            // state lives in `pool` (pool_binding.h), not in its own memory
   Sampler sampler;
   StopMatcher stops;
   StreamDecoder decoder;

@@ -108,6 +108,10 @@ std::string ServerMetrics::render(const engine::EngineMetrics& m) {
          double(m.prefix_hit_tokens));
   single(out, "strata_prefix_cache_hit_rate", "gauge", "Prefix-cache hits / queries (tokens) since start.",
          m.prefix_lookup_tokens > 0 ? double(m.prefix_hit_tokens) / double(m.prefix_lookup_tokens) : 0.0);
+  single(out, "strata_prefix_cache_checkpoints", "gauge", "Prefix checkpoints held in the cache pool (a slot each).",
+         double(m.prefix_checkpoints));
+  single(out, "strata_prefix_cache_blocks", "gauge",
+         "Cache-pool blocks referenced by prefix checkpoints (shared, counted once).", double(m.prefix_blocks));
   single(out, "strata_spec_rounds_total", "counter", "Speculative verification passes (one per drafting request and step).",
          double(m.spec_rounds));
   single(out, "strata_spec_draft_tokens_total", "counter", "Tokens drafted by the MTP block.", double(m.spec_drafted));

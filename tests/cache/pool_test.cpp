@@ -136,3 +136,50 @@ TEST(CachePool, SharedBlocksAreReferenceCounted) {
 
 }  // namespace
 }  // namespace strata::cache
+
+namespace strata::cache {
+namespace {
+
+// share() adds references to complete blocks (no bytes move); append_copy() gives a private
+// copy of a block still being written; block_ptrs follow the table through every change.
+TEST(CachePool, ShareAndCopyBlocks) {
+  const auto l = small_layout();
+  CachePool pool(l, 64 << 20);
+  PoolSeq a, b;
+  ASSERT_TRUE(pool.reserve(a, 300));  // three blocks
+  for (size_t i = 0; i < a.blocks.size(); ++i) std::memset(pool.block_data(a.blocks[i]), int(i + 1), size_t(pool.block_stride()));
+  const int64_t before = pool.bytes_in_use();
+  pool.share(b, a.blocks, 2);
+  ASSERT_TRUE(pool.take_slot(b));
+  EXPECT_EQ(pool.bytes_in_use(), before + l.fixed_bytes());  // shared blocks cost nothing more
+  ASSERT_TRUE(pool.append_copy(b, a.blocks[2]));
+  EXPECT_EQ(pool.bytes_in_use(), before + l.fixed_bytes() + l.block_bytes());
+  ASSERT_EQ(b.blocks.size(), 3u);
+  EXPECT_EQ(b.blocks[0], a.blocks[0]);
+  EXPECT_NE(b.blocks[2], a.blocks[2]);
+  EXPECT_EQ(pool.block_data(b.blocks[2])[pool.block_stride() - 1], 3);
+  for (size_t i = 0; i < b.blocks.size(); ++i) EXPECT_EQ(b.block_ptrs[i], pool.block_data(b.blocks[i]));
+  EXPECT_EQ(pool.refs(a.blocks[0]), 2);
+  pool.release(a);
+  EXPECT_EQ(pool.refs(b.blocks[0]), 1);
+  EXPECT_EQ(pool.block_data(b.blocks[1])[0], 2);  // still b's
+  pool.shrink(b, 128);
+  EXPECT_EQ(b.block_ptrs.size(), 1u);
+  pool.release(b);
+  EXPECT_EQ(pool.bytes_in_use(), 0);
+  EXPECT_TRUE(b.block_ptrs.empty());
+}
+
+TEST(CachePool, CopyAndSlotFailWhenFull) {
+  const auto l = small_layout();
+  CachePool probe(l, 1 << 20);
+  CachePool pool(l, probe.slot_stride() + probe.block_stride());
+  PoolSeq a, b;
+  ASSERT_TRUE(pool.reserve(a, 100));
+  EXPECT_FALSE(pool.take_slot(b));
+  EXPECT_FALSE(pool.append_copy(b, a.blocks[0]));
+  EXPECT_EQ(pool.bytes_in_use(), l.bytes_for(100));
+}
+
+}  // namespace
+}  // namespace strata::cache

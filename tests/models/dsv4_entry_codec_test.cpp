@@ -88,7 +88,7 @@ TEST(Dsv4EntryCodec, ValuesTheForwardPassCannotMakeAreRejected) {
 // The bytes a sequence state holds (window ring, compressed entries, index keys, compressor
 // slots) equal the ledger's exact prediction for its context, in both index-key formats.
 int64_t held_bytes(const CompressorState& c) {
-  return int64_t(c.entries.size()) + int64_t(c.kv.size() + c.score.size()) * int64_t(sizeof(float));
+  return c.entries.bytes() + int64_t(c.kv.size() + c.score.size()) * int64_t(sizeof(float));
 }
 
 TEST(Dsv4EntryCodec, StateHoldsTheLedgersBytes) {

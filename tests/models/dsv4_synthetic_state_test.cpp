@@ -52,8 +52,7 @@ TEST(Dsv4Indexer, ChunkedScoresEqualPerKeyDefinition) {
   std::vector<float> kf(size_t(n * s.head_dim));
   for (auto& v : kf) v = round_bf16(nd(rng));
   kernels::fake_quant_fp4(kf.data(), n * s.head_dim, 32);  // as the indexer's compressor leaves them
-  keys.entries.resize(size_t(n * keys.codec.bytes()));
-  for (int64_t t = 0; t < n; ++t) keys.codec.pack(kf.data() + t * s.head_dim, keys.entries.data() + t * keys.codec.bytes());
+  for (int64_t t = 0; t < n; ++t) keys.codec.pack(kf.data() + t * s.head_dim, keys.entries.append());
   std::vector<float> q(size_t(s.heads * s.head_dim)), w(size_t(s.heads));
   for (auto& v : q) v = round_bf16(nd(rng));
   for (auto& v : w) v = round_bf16(nd(rng));

@@ -42,6 +42,8 @@ TEST(MetricsText, RendersEngineAndServerMetrics) {
   m.generated_tokens = 50;
   m.prefix_lookup_tokens = 200;
   m.prefix_hit_tokens = 50;
+  m.prefix_checkpoints = 2;
+  m.prefix_blocks = 5;
   m.pool_bytes_total = 1000;
   m.pool_bytes_by_kind = {{"swa", 100}, {"csa", 150}};
   m.ttft_seconds = {0.02, 0.2};
@@ -55,6 +57,8 @@ TEST(MetricsText, RendersEngineAndServerMetrics) {
   EXPECT_TRUE(has_line(t, "strata_prompt_tokens_total 100"));
   EXPECT_TRUE(has_line(t, "strata_generation_tokens_total 50"));
   EXPECT_TRUE(has_line(t, "strata_prefix_cache_hit_rate 0.25"));
+  EXPECT_TRUE(has_line(t, "strata_prefix_cache_checkpoints 2"));
+  EXPECT_TRUE(has_line(t, "strata_prefix_cache_blocks 5"));
   EXPECT_TRUE(has_line(t, "strata_pool_bytes_used{kind=\"csa\"} 150"));
   EXPECT_TRUE(has_line(t, "strata_pool_usage_ratio 0.25"));
   EXPECT_TRUE(has_line(t, "strata_time_to_first_token_seconds_count 2"));

@@ -18,7 +18,7 @@ void CompressorState::init(int64_t r, EntryCodec c) {
   const int64_t coff = overlap ? 2 : 1;
   kv.assign(size_t(coff * r * coff * hd), 0.0f);
   score.assign(size_t(coff * r * coff * hd), -std::numeric_limits<float>::infinity());
-  entries.clear();
+  entries.init(c.bytes());
 }
 
 std::vector<float> CompressorState::values() const {
@@ -80,10 +80,11 @@ bool compressor_step(const CompressorWeights& w, const CompressorSpec& s, Compre
   } else {
     kernels::fake_quant_fp8(out.data(), d - s.rope_dim, 64);
   }
+  // Packed aside first: a value pack refuses leaves the cache as it was.
+  std::vector<uint8_t> packed(size_t(st.codec.bytes()));
+  st.codec.pack(out.data(), packed.data());
   cache::save_before_append(undo, pos, st.entries);
-  const size_t at = st.entries.size();
-  st.entries.resize(at + size_t(st.codec.bytes()));
-  st.codec.pack(out.data(), st.entries.data() + at);
+  std::copy(packed.begin(), packed.end(), st.entries.append());
   return true;
 }
 

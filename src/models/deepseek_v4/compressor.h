@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "cache/entry_array.h"
+#include "cache/fixed_region.h"
 #include "cache/undo_log.h"
 #include "kernels/rope.h"
 #include "models/deepseek_v4/entry_codec.h"
@@ -25,12 +27,14 @@ struct CompressorState {
   bool overlap = false;
   // Slot state [coff·ratio][coff·head_dim]; with overlap rows 0..ratio-1 hold the previous
   // block, rows ratio.. the current one. kv starts at 0 and score at −inf (empty slots weigh 0).
-  std::vector<float> kv, score;
-  // Completed entries in their storage format (entry_codec.h), codec.bytes() each.
+  // Owned, or in the request's pool slot (cache/fixed_region.h).
+  cache::FixedRegion<float> kv, score;
+  // Completed entries in their storage format (entry_codec.h), codec.bytes() each: owned, or
+  // in the request's pool blocks (cache/entry_array.h).
   EntryCodec codec;
-  std::vector<uint8_t> entries;
-  int64_t n_entries() const { return entries.empty() ? 0 : int64_t(entries.size()) / codec.bytes(); }
-  const uint8_t* entry(int64_t i) const { return entries.data() + i * codec.bytes(); }
+  cache::EntryArray entries;
+  int64_t n_entries() const { return int64_t(entries.size()); }
+  const uint8_t* entry(int64_t i) const { return entries.entry(i); }
   // Entry i's values [head_dim] (exactly the fake-quantized values the compressor made).
   void entry_values(int64_t i, float* x) const { codec.unpack(entry(i), x); }
   // Every entry's values [n][head_dim] (tests and tools).

@@ -1,8 +1,8 @@
 // Per-sequence decoding state of DeepSeek-V4, one small struct per layer: the sliding-window
 // ring of raw KV entries, the compressor's partial block and finished entries, and the
 // indexer's compressor (whose entries are the index keys), every entry in the ledger's storage
-// format (entry_codec.h). A later cache layer pools these; the forward pass only needs "run
-// these tokens at these positions for this state".
+// format (entry_codec.h). A state stands alone (owned memory) or lives in the engine's cache
+// pool (pool_binding.h); the forward pass reads and writes it the same way either way.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -16,7 +16,7 @@ struct LayerState {
   // Window ring [window] entries in their storage format (codec.bytes() each); position p
   // lives in slot p % window.
   EntryCodec codec;
-  std::vector<uint8_t> ring;
+  cache::FixedRegion<uint8_t> ring;  // owned, or in the request's pool slot
   CompressorState compressor;     // ratio > 0: main compressed entries
   CompressorState index_keys;     // ratio 4: indexer compressor, entries = index keys
   const uint8_t* window_entry(int64_t pos) const { return ring.data() + (pos % window) * codec.bytes(); }
@@ -42,7 +42,7 @@ inline bool compressor_fits(const CompressorState& c, const CompressorState& f, 
       c.kv.size() != f.kv.size() || c.score.size() != f.score.size())
     return false;
   if (f.ratio == 0) return c.entries.empty();
-  return c.entries.size() == size_t(pos / f.ratio * f.codec.bytes());
+  return c.entries.size() == size_t(pos / f.ratio) && c.entries.entry_bytes() == f.codec.bytes();
 }
 inline bool layer_fits(const LayerState& l, const LayerState& f, int64_t pos) {
   return l.window == f.window && l.head_dim == f.head_dim && l.codec == f.codec && l.ring.size() == f.ring.size() &&

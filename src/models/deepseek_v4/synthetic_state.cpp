@@ -11,24 +11,24 @@ namespace strata::dsv4 {
 namespace {
 // n entries of bf16-valued noise of unit scale (entries are RMS-normalized in the model),
 // fake-quantized as the model stores them (FP8 NoPE dims of kv entries, FP4 index keys), packed.
-void fill(std::vector<uint8_t>& out, const EntryCodec& codec, int64_t n, std::mt19937_64& rng) {
+template <class Put>
+void fill(const EntryCodec& codec, int64_t n, std::mt19937_64& rng, Put put) {
   std::normal_distribution<float> nd;
   std::vector<float> x(size_t(codec.head_dim));
-  out.resize(size_t(n * codec.bytes()));
   for (int64_t e = 0; e < n; ++e) {
     for (auto& v : x) v = round_bf16(nd(rng));
     if (codec.kind == EntryCodec::Kind::kv)
       kernels::fake_quant_fp8(x.data(), codec.head_dim - codec.rope_dim, 64);
     else
       kernels::fake_quant_fp4(x.data(), codec.head_dim, 32);
-    codec.pack(x.data(), out.data() + e * codec.bytes());
+    codec.pack(x.data(), put(e));
   }
 }
 
 void fill_layer(LayerState& L, int64_t pos, std::mt19937_64& rng) {
-  fill(L.ring, L.codec, L.window, rng);
+  fill(L.codec, L.window, rng, [&](int64_t e) { return L.ring.data() + e * L.codec.bytes(); });
   for (CompressorState* c : {&L.compressor, &L.index_keys})
-    if (c->ratio > 0) fill(c->entries, c->codec, pos / c->ratio, rng);
+    if (c->ratio > 0) fill(c->codec, pos / c->ratio, rng, [&](int64_t) { return c->entries.append(); });
 }
 }  // namespace
 
