@@ -177,6 +177,22 @@ TEST(Engine, TinyPoolPreemptsAndStillEqualsGenerate) {
   (void)reqs_m;
 }
 
+// The load test: 50 requests at once on a pool with room for 4 of them: they queue,
+// every one completes, each equal to generate() alone.
+TEST(Engine, FiftyConcurrentRequestsOnASmallPoolAllComplete) {
+  auto& s = shared();
+  const auto layout = dsv4::cache_layout(s.model->config());
+  EngineOptions opt;
+  opt.max_running = 50;
+  opt.max_batch_tokens = 64;
+  opt.max_context = 256;
+  opt.max_queue = 64;
+  opt.pool_bytes = 4 * layout.bytes_for(128) + layout.block_bytes() / 2;
+  auto m = check_against_generate(opt, 50, 2, 1);
+  EXPECT_EQ(m.errored, 0);
+  EXPECT_EQ(m.cancelled, 0);
+}
+
 // The engine's layout: the MTP block's window is pooled too when it drafts.
 cache::CacheLayout layout_for(int spec_tokens) {
   dsv4::CacheLayoutOptions o;
@@ -282,6 +298,44 @@ TEST(Engine, PrefixCacheHitsEqualColdRuns) {
   auto m = eng.metrics();
   EXPECT_EQ(m.prefix_lookup_tokens, 300 + 300 + 201 + 256);
   EXPECT_EQ(m.prefix_hit_tokens, 256 + 128 + 128);
+}
+
+// The unaligned example: two prompts share 1,000 tokens. The second reuses the 7
+// complete blocks (in an HCA layer 7 entries, in a CSA layer 224 entries and index keys) by
+// reference and rebuilds the 104-token tail of the shared part plus its own suffix; its output
+// equals a cold run's. Its own checkpoint at 1,024 references the same 7 blocks plus one new
+// one: 8 blocks in the pool for 8 checkpoints, not 15.
+TEST(Engine, PrefixSharedAcrossAnUnalignedBoundaryReusesBlocks) {
+  auto& s = shared();
+  std::vector<int32_t> base;
+  for (int t = 0; t < 1000; ++t) base.push_back(int32_t(300 + (t * 104729) % 90000));
+  auto make = [&](uint64_t id, int suffix, int32_t salt) {
+    Request r;
+    r.id = id;
+    r.prompt = base;
+    for (int t = 0; t < suffix; ++t) r.prompt.push_back(int32_t(40 + t + salt));
+    r.sampling.temperature = 0.6;
+    r.sampling.max_tokens = 4;
+    return r;
+  };
+  std::vector<Request> reqs = {make(1, 10, 0), make(2, 30, 5000)};
+  std::map<uint64_t, Outcome> expect;
+  for (auto& r : reqs) expect[r.id] = run_alone(r);
+  EngineOptions opt;
+  opt.max_context = 1100;
+  opt.max_batch_tokens = 256;
+  Collector c;
+  Engine eng(s.model, s.tok, opt);
+  eng.submit(reqs[0], c.callback());
+  c.wait_all(1);
+  eng.submit(reqs[1], c.callback());
+  c.wait_all(2);
+  for (auto& r : reqs) EXPECT_TRUE(c.out[r.id] == expect[r.id]) << r.id;
+  EXPECT_EQ(c.out[2].cached_prompt_tokens, 896);
+  const auto m = eng.metrics();
+  EXPECT_EQ(m.prefix_hit_tokens, 896);
+  EXPECT_EQ(m.prefix_checkpoints, 8);
+  EXPECT_EQ(m.prefix_blocks, 8);
 }
 
 Request long_request(uint64_t id, int64_t max_tokens) {

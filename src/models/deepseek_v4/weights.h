@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/huge_buffer.h"
+
 #include "io/safetensors.h"
 #include "kernels/linear.h"
 #include "models/deepseek_v4/config.h"
@@ -33,7 +35,7 @@ struct AttentionWeights {
   LinearWeight wq_a, wq_b, wkv, wo_b;
   const uint16_t* q_norm = nullptr;
   const uint16_t* kv_norm = nullptr;
-  std::vector<uint16_t> wo_a;        // bf16 [G·ol, H·hd/G], dequantized at load
+  HugeBuffer<uint16_t> wo_a;         // bf16 [G·ol, H·hd/G], dequantized at load (huge pages: few faults)
   int64_t wo_a_out = 0, wo_a_in = 0;
   // A view of wo_a, made on demand so that copies and moves of this struct stay valid.
   LinearWeight wo_a_view() const { return {kernels::WeightFormat::bf16, wo_a.data(), nullptr, wo_a_out, wo_a_in}; }
