@@ -12,6 +12,8 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
+#include <pthread.h>
+#include <sched.h>
 
 namespace strata::kernels {
 
@@ -23,6 +25,31 @@ int default_threads() {
     if (v > 0) return v;
   }
   return std::max(1u, std::thread::hardware_concurrency());
+}
+
+int g_pin = -1;  // -1: not read from the environment yet
+bool pin_wanted() {
+  if (g_pin < 0) {
+    const char* e = std::getenv("STRATA_PIN_THREADS");
+    g_pin = e && std::atoi(e) > 0 ? 1 : 0;
+  }
+  return g_pin == 1;
+}
+
+void pin_to(pthread_t t, int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  pthread_setaffinity_np(t, sizeof(set), &set);  // best effort: a refused pin leaves it unpinned
+}
+
+bool g_caller_pinned = false;  // a pool pinned its creator; an unpinned rebuild lets it go
+std::vector<int> all_cpus();
+void unpin(pthread_t t) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : all_cpus()) CPU_SET(c, &set);
+  pthread_setaffinity_np(t, sizeof(set), &set);
 }
 
 inline void cpu_relax() {
@@ -38,7 +65,14 @@ inline void cpu_relax() {
 class WorkerPool {
  public:
   explicit WorkerPool(int size) : size_(size) {
-    for (int i = 1; i < size; ++i) threads_.emplace_back([this, i] { work(i); });
+    const std::vector<int> cpus = pin_wanted() ? all_cpus() : std::vector<int>{};
+    for (int i = 1; i < size; ++i) {
+      threads_.emplace_back([this, i] { work(i); });
+      if (!cpus.empty()) pin_to(threads_.back().native_handle(), cpus[size_t(i) % cpus.size()]);
+    }
+    if (!cpus.empty()) pin_to(pthread_self(), cpus[0]);
+    else if (g_caller_pinned) unpin(pthread_self());
+    g_caller_pinned = !cpus.empty();
   }
   ~WorkerPool() {
     {
@@ -119,6 +153,7 @@ class WorkerPool {
 std::mutex g_pool_mutex;
 WorkerPool* g_pool = nullptr;  // never destroyed: workers may still sleep at exit
 thread_local bool t_in_job = false;
+std::vector<int> all_cpus() { return allowed_cpus(); }
 }  // namespace
 
 int num_threads() {
@@ -128,6 +163,32 @@ int num_threads() {
     g_threads.store(t);
   }
   return t;
+}
+
+void set_pin_threads(bool on) {
+  std::lock_guard<std::mutex> lk(g_pool_mutex);
+  g_pin = on ? 1 : 0;
+  delete g_pool;  // rebuilt (pinned or not) by the next parallel_for
+  g_pool = nullptr;
+}
+
+bool pin_threads() {
+  std::lock_guard<std::mutex> lk(g_pool_mutex);
+  return pin_wanted();
+}
+
+std::vector<int> allowed_cpus() {
+  // Read once, before anything is pinned: a pinned thread's own mask is a single CPU.
+  static const std::vector<int> cpus = [] {
+    std::vector<int> out;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) == 0)
+      for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &set)) out.push_back(c);
+    return out;
+  }();
+  return cpus;
 }
 
 void set_num_threads(int n) { g_threads.store(n > 0 ? n : int(std::max(1u, std::thread::hardware_concurrency()))); }
