@@ -15,6 +15,10 @@ inline constexpr float kFp4AmaxFloor = 6.0f * 1.1754943508222875e-38f;  // 6·2^
 // Power-of-two scale for a block with this amax (amax ≥ floor assumed applied).
 float fp8_block_scale(float amax);
 float fp4_block_scale(float amax);
+// The same scales as e8m0 bytes, for the block x[0..n) (floor applied): what a cache entry
+// stores beside its codes (models/deepseek_v4/entry_codec.h).
+uint8_t fp8_block_scale_e8m0(const float* x, int64_t n);
+uint8_t fp4_block_scale_e8m0(const float* x, int64_t n);
 
 // FP8 quantize-dequantize of x[0..n) in blocks of `block` (n a multiple of block); y may be x.
 void quant_fp8(const float* x, int64_t n, int64_t block, float* y);

@@ -22,6 +22,12 @@ void check_blocks(int64_t n, int64_t block, const char* what) {
 
 float fp8_block_scale(float amax) { return e8m0_to_f32(e8m0_ceil_from_f32(amax * (1.0f / kE4M3Max))); }
 float fp4_block_scale(float amax) { return e8m0_to_f32(e8m0_ceil_from_f32(amax * float(1.0 / 6.0))); }
+uint8_t fp8_block_scale_e8m0(const float* x, int64_t n) {
+  return e8m0_ceil_from_f32(std::max(amax_of(x, n), kFp8AmaxFloor) * (1.0f / kE4M3Max));
+}
+uint8_t fp4_block_scale_e8m0(const float* x, int64_t n) {
+  return e8m0_ceil_from_f32(std::max(amax_of(x, n), kFp4AmaxFloor) * float(1.0 / 6.0));
+}
 
 void quant_fp8(const float* x, int64_t n, int64_t block, float* y) {
   check_blocks(n, block, "quant_fp8");

@@ -18,13 +18,6 @@ namespace {
 
 constexpr int64_t kKvBlock = 64, kIndexBlock = 32;
 
-// Decode tables: one lookup per code instead of the format arithmetic.
-float amax_of(const float* x, int64_t n) {
-  float m = 0.0f;
-  for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(x[i]));
-  return m;
-}
-
 // Layout of a kv entry: codes [nope], scales [nope/64], (pad to 2), rope bf16 [rope], pad to 8.
 struct KvLayout {
   int64_t nope, scales, rope_off, bytes;
@@ -41,13 +34,13 @@ bool same(float a, float b) {
 // One block of n values as e4m3 codes (e2m1 nibbles) under a shared e8m0 scale; pack()
 // checks the result.
 void pack_block_fp8(const float* x, int64_t n, uint8_t* codes, uint8_t* scale) {
-  *scale = e8m0_ceil_from_f32(std::max(amax_of(x, n), kernels::kFp8AmaxFloor) * (1.0f / kE4M3Max));
+  *scale = kernels::fp8_block_scale_e8m0(x, n);  // the fake-quant's own scale
   const float s = e8m0_to_f32(*scale);
   for (int64_t i = 0; i < n; ++i) codes[i] = f32_to_e4m3(x[i] / s);
 }
 
 void pack_block_fp4(const float* x, int64_t n, uint8_t* packed, uint8_t* scale) {
-  *scale = e8m0_ceil_from_f32(std::max(amax_of(x, n), kernels::kFp4AmaxFloor) * float(1.0 / 6.0));
+  *scale = kernels::fp4_block_scale_e8m0(x, n);
   const float s = e8m0_to_f32(*scale);
   for (int64_t i = 0; i < n; i += 2) packed[i / 2] = uint8_t(f32_to_e2m1(x[i] / s) | (f32_to_e2m1(x[i + 1] / s) << 4));
 }
