@@ -415,7 +415,7 @@ void Engine::Impl::plan_drafts(const StepPlan& plan, std::vector<int64_t>& left)
     k = std::min({k, spare, *r.sampler.params().max_tokens - r.generated() - 1, max_context - c0 - 1});
     if (prefix) k = std::min(k, (c0 / layout.block_tokens + 1) * layout.block_tokens - c0 - 1);
     // The pool first: no drafting for tokens it could not hold.
-    if (k <= 0 || !reserve(r, c0 + 1 + k)) continue;
+    if (k <= 0 || !pool->reserve(r.pool, c0 + 1 + k)) continue;  // drafts never evict prefix checkpoints
     auto d = drafter->draft(*r.state, r.tokens.back(), int(k), tok_vocab);
     pool->shrink(r.pool, c0 + 1 + int64_t(d.size()));  // fewer drafts than asked (none when out of step)
     if (d.empty()) continue;
