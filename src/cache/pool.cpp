@@ -70,11 +70,14 @@ int32_t CachePool::take_slot() {
   return slot_top_++;
 }
 
-bool CachePool::can_reserve(const PoolSeq& s, int64_t context) const {
-  const int64_t want = layout_.blocks_for(context) - int64_t(s.blocks.size());
-  const int64_t new_blocks = std::max<int64_t>(0, want - int64_t(free_blocks_.size()));
-  const int64_t new_slots = s.slot < 0 && free_slots_.empty() ? 1 : 0;
+bool CachePool::fits(int64_t blocks, int64_t slots) const {
+  const int64_t new_blocks = std::max<int64_t>(0, blocks - int64_t(free_blocks_.size()));
+  const int64_t new_slots = std::max<int64_t>(0, slots - int64_t(free_slots_.size()));
   return (block_top_ + new_blocks) * block_stride_ + (slot_top_ + new_slots) * slot_stride_ <= capacity_;
+}
+
+bool CachePool::can_reserve(const PoolSeq& s, int64_t context) const {
+  return fits(layout_.blocks_for(context) - int64_t(s.blocks.size()), s.slot < 0 ? 1 : 0);
 }
 
 void CachePool::push_block(PoolSeq& s, int32_t b) {
@@ -91,7 +94,7 @@ bool CachePool::reserve(PoolSeq& s, int64_t context) {
 
 bool CachePool::take_slot(PoolSeq& s) {
   if (s.slot >= 0) return true;
-  if (free_slots_.empty() && block_top_ * block_stride_ + (slot_top_ + 1) * slot_stride_ > capacity_) return false;
+  if (!fits(0, 1)) return false;
   s.slot = take_slot();
   return true;
 }
@@ -104,7 +107,7 @@ void CachePool::share(PoolSeq& s, const std::vector<int32_t>& blocks, size_t cou
 }
 
 bool CachePool::append_copy(PoolSeq& s, int32_t from) {
-  if (free_blocks_.empty() && (block_top_ + 1) * block_stride_ + slot_top_ * slot_stride_ > capacity_) return false;
+  if (!fits(1, 0)) return false;
   const int32_t b = take_block();
   std::memcpy(block_data(b), block_data(from), size_t(block_stride_));
   push_block(s, b);

@@ -88,6 +88,8 @@ class CachePool {
   int32_t take_block();
   int32_t take_slot();
   void push_block(PoolSeq& s, int32_t b);
+  // Whether `blocks` more blocks and `slots` more slots fit, free-list entries used first.
+  bool fits(int64_t blocks, int64_t slots) const;
   void drop_block(int32_t b);
   void give_back_ends();
 

@@ -19,13 +19,13 @@
 #include "cache/pool.h"
 #include "core/error.h"
 #include "engine/prefix_cache.h"
-#include "models/deepseek_v4/pool_binding.h"
 #include "engine/request_state.h"
 #include "engine/scheduler.h"
 #include "engine/speculative.h"
 #include "kernels/parallel.h"
 #include "models/deepseek_v4/cache_layout.h"
 #include "models/deepseek_v4/model.h"
+#include "models/deepseek_v4/pool_binding.h"
 #include "text/tokenizer.h"
 
 namespace strata::engine {
@@ -373,8 +373,8 @@ void Engine::Impl::run_batched(std::vector<int64_t>& left, std::vector<std::vect
   }
 }
 
-// At a block boundary, the request's whole state becomes a prefix checkpoint (evicting the
-// least recently used ones while the pool's bytes are needed by running requests).
+// At a block boundary, the request's state becomes a prefix checkpoint: its blocks shared, its
+// fixed state copied into a slot (evicting older checkpoints only if that slot needs room).
 void Engine::Impl::checkpoint(RequestState& r) {
   if (!prefix || !r.in_pool || r.context() % layout.block_tokens != 0) return;
   prefix->insert(r.tokens, *r.state, r.pool);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <set>
 
 #include "models/deepseek_v4/pool_binding.h"
 
@@ -24,15 +23,23 @@ PrefixCache::~PrefixCache() {
 }
 
 // h_k = H(h_{k-1}, block k's ids): a block's key names its whole prefix.
-uint64_t PrefixCache::chain(const std::vector<int32_t>& tokens, int64_t blocks) const {
+std::vector<uint64_t> PrefixCache::chains(const std::vector<int32_t>& tokens, int64_t blocks) const {
+  std::vector<uint64_t> keys;
   uint64_t h = 0x5eed;
-  for (int64_t i = 0; i < blocks * block_; ++i) h = mix(h, uint64_t(uint32_t(tokens[size_t(i)])));
-  return mix(h, uint64_t(blocks));
+  for (int64_t k = 1; k <= blocks; ++k) {
+    for (int64_t i = (k - 1) * block_; i < k * block_; ++i) h = mix(h, uint64_t(uint32_t(tokens[size_t(i)])));
+    keys.push_back(mix(h, uint64_t(k)));
+  }
+  return keys;
 }
 
-PrefixCache::Checkpoint* PrefixCache::find(const std::vector<int32_t>& tokens, int64_t blocks) {
+uint64_t PrefixCache::chain(const std::vector<int32_t>& tokens, int64_t blocks) const {
+  return blocks > 0 ? chains(tokens, blocks).back() : 0;
+}
+
+PrefixCache::Checkpoint* PrefixCache::find(uint64_t key, const std::vector<int32_t>& tokens, int64_t blocks) {
   if (blocks * block_ > int64_t(tokens.size())) return nullptr;
-  auto it = map_.find(chain(tokens, blocks));
+  auto it = map_.find(key);
   if (it == map_.end()) return nullptr;
   Checkpoint& c = it->second;
   if (int64_t(c.tokens.size()) != blocks * block_ || !std::equal(c.tokens.begin(), c.tokens.end(), tokens.begin()))
@@ -40,14 +47,11 @@ PrefixCache::Checkpoint* PrefixCache::find(const std::vector<int32_t>& tokens, i
   return &c;
 }
 
-bool PrefixCache::contains(const std::vector<int32_t>& tokens, int64_t n) const {
-  return n % block_ == 0 && const_cast<PrefixCache*>(this)->find(tokens, n / block_) != nullptr;
-}
-
 int64_t PrefixCache::restore(const std::vector<int32_t>& tokens, int64_t limit, dsv4::SequenceState& st,
                              cache::PoolSeq& seq) {
-  for (int64_t k = std::min<int64_t>(limit, int64_t(tokens.size())) / block_; k > 0; --k) {
-    Checkpoint* c = find(tokens, k);
+  const std::vector<uint64_t> keys = chains(tokens, std::min<int64_t>(limit, int64_t(tokens.size())) / block_);
+  for (int64_t k = int64_t(keys.size()); k > 0; --k) {
+    Checkpoint* c = find(keys[size_t(k - 1)], tokens, k);
     if (!c) continue;
     lru_.splice(lru_.begin(), lru_, c->lru);
     // Complete blocks shared; a block still being written (never for V4's main layers at a
@@ -70,14 +74,14 @@ int64_t PrefixCache::restore(const std::vector<int32_t>& tokens, int64_t limit, 
 }
 
 bool PrefixCache::insert(const std::vector<int32_t>& tokens, const dsv4::SequenceState& st, const cache::PoolSeq& seq) {
-  if (st.pos <= 0 || st.pos % block_ || st.pos > int64_t(tokens.size()) || contains(tokens, st.pos)) return false;
+  if (st.pos <= 0 || st.pos % block_ || st.pos > int64_t(tokens.size())) return false;
   if (seq.slot < 0 || int64_t(seq.blocks.size()) < pool_.layout().blocks_for(st.pos)) return false;
   const uint64_t key = chain(tokens, st.pos / block_);
-  if (map_.count(key)) return false;  // a colliding prefix keeps its place
+  if (map_.count(key)) return false;  // there already, or a colliding prefix that keeps its place
   Checkpoint c;
   while (!pool_.take_slot(c.seq))
     if (!evict_one()) return false;
-  c.shared = std::min(dsv4::complete_blocks(st, pool_.layout()), pool_.layout().blocks_for(st.pos));
+  c.shared = dsv4::complete_blocks(st, pool_.layout());  // at most blocks_for(st.pos)
   pool_.share(c.seq, seq.blocks, size_t(c.shared));
   for (int64_t b = c.shared; b < pool_.layout().blocks_for(st.pos); ++b)
     while (!pool_.append_copy(c.seq, seq.blocks[size_t(b)]))
@@ -92,6 +96,7 @@ bool PrefixCache::insert(const std::vector<int32_t>& tokens, const dsv4::Sequenc
   c.mtp_hidden = st.mtp_hidden;
   lru_.push_front(key);
   c.lru = lru_.begin();
+  for (int32_t b : c.seq.blocks) ++block_uses_[b];
   map_.emplace(key, std::move(c));
   return true;
 }
@@ -99,16 +104,12 @@ bool PrefixCache::insert(const std::vector<int32_t>& tokens, const dsv4::Sequenc
 bool PrefixCache::evict_one() {
   if (lru_.empty()) return false;
   auto it = map_.find(lru_.back());
+  for (int32_t b : it->second.seq.blocks)
+    if (--block_uses_[b] == 0) block_uses_.erase(b);
   pool_.release(it->second.seq);
   map_.erase(it);
   lru_.pop_back();
   return true;
-}
-
-int64_t PrefixCache::blocks_referenced() const {
-  std::set<int32_t> blocks;
-  for (const auto& [k, c] : map_) blocks.insert(c.seq.blocks.begin(), c.seq.blocks.end());
-  return int64_t(blocks.size());
 }
 
 }  // namespace strata::engine

@@ -37,12 +37,11 @@ class PrefixCache {
   // checkpoint of tokens[0..st.pos), evicting older checkpoints if the pool needs their room
   // for the slot. False when it could not (the pool is full of running requests).
   bool insert(const std::vector<int32_t>& tokens, const dsv4::SequenceState& st, const cache::PoolSeq& seq);
-  bool contains(const std::vector<int32_t>& tokens, int64_t n) const;
   // Drops the least recently used checkpoint (its slot, its references); false when empty.
   bool evict_one();
   size_t size() const { return map_.size(); }
   // Blocks the checkpoints share with each other and with running requests, counted once each.
-  int64_t blocks_referenced() const;
+  int64_t blocks_referenced() const { return int64_t(block_uses_.size()); }
 
  private:
   struct Checkpoint {
@@ -54,12 +53,16 @@ class PrefixCache {
     std::vector<float> mtp_hidden;
     std::list<uint64_t>::iterator lru;
   };
+  // Key of the first `blocks` blocks; keys[k-1] of the first k, for k = 1..blocks, in one pass.
   uint64_t chain(const std::vector<int32_t>& tokens, int64_t blocks) const;
-  Checkpoint* find(const std::vector<int32_t>& tokens, int64_t blocks);
+  std::vector<uint64_t> chains(const std::vector<int32_t>& tokens, int64_t blocks) const;
+  // The checkpoint stored under `key` if it is the one of the first `blocks` blocks of tokens.
+  Checkpoint* find(uint64_t key, const std::vector<int32_t>& tokens, int64_t blocks);
   cache::CachePool& pool_;
   int64_t block_;
   std::unordered_map<uint64_t, Checkpoint> map_;
   std::list<uint64_t> lru_;  // front = most recently used
+  std::unordered_map<int32_t, int32_t> block_uses_;  // pool block -> checkpoints holding it
 };
 
 }  // namespace strata::engine

@@ -51,9 +51,6 @@ void walk(SequenceState& st, const cache::CacheLayout& layout, Ring on_ring, Ent
   }
 }
 
-}  // namespace
-
-namespace {
 // bind: the state's contents move into the pool; adopt: the pool holds them already.
 void place(SequenceState& st, cache::CachePool& pool, cache::PoolSeq& seq, bool adopt) {
   const auto& layout = pool.layout();
