@@ -6,7 +6,9 @@
 #include "core/numfmt.h"
 #include "kernels/dot.h"
 #include "kernels/hadamard.h"
+#include "kernels/index_score.h"
 #include "kernels/linear.h"
+#include "kernels/parallel.h"
 #include "kernels/quant.h"
 #include "kernels/topk.h"
 
@@ -45,17 +47,17 @@ std::vector<float> indexer_scores(const IndexerSpec& s, const float* q, const fl
   if (kf.size() < size_t(chunk * s.head_dim)) kf.resize(size_t(chunk * s.head_dim));
   for (int64_t t0 = 0; t0 < n_visible; t0 += kChunk) {
     const int64_t nt = std::min(kChunk, n_visible - t0);
-    for (int64_t t = 0; t < nt; ++t) keys.entry_values(t0 + t, kf.data() + t * s.head_dim);
+    // Unpacking and the head reduction are per key, so splitting them over threads changes no bit.
+    // (through a pointer: inside the job, `kf` would name the worker's own thread_local)
+    float* kd = kf.data();
+    kernels::parallel_for(nt, 256, [&](int64_t tb, int64_t te) {
+      for (int64_t t = tb; t < te; ++t) keys.entry_values(t0 + t, kd + t * s.head_dim);
+    });
     const kernels::LinearWeight kw{kernels::WeightFormat::f32, kf.data(), nullptr, nt, s.head_dim};
     kernels::linear(kw, q, s.heads, z.data(), false);
-    for (int64_t t = 0; t < nt; ++t) {
-      float acc = 0.0f;
-      for (int64_t h = 0; h < s.heads; ++h) {
-        const float zh = round_bf16(z[size_t(h * nt + t)]);
-        acc += round_bf16(std::max(zh, 0.0f) * weights[h]);
-      }
-      score[size_t(t0 + t)] = round_bf16(acc);
-    }
+    kernels::parallel_for(nt, 256, [&](int64_t tb, int64_t te) {
+      kernels::index_score(z.data() + tb, s.heads, te - tb, nt, weights, score.data() + t0 + tb);
+    });
   }
   return score;
 }
