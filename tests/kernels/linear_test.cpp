@@ -209,7 +209,7 @@ TEST(Linear, FusedAvx512MatchesScalarDefinitionBitwise) {
     for (const auto& w : ws) {
       const bool quantized = w.format == WeightFormat::fp8 || w.format == WeightFormat::fp4;
       if (quantized && in % 128 != 0) continue;  // activation blocks of 128
-      for (int64_t rows : {1, 2, 3, 4, 5, 7}) {
+      for (int64_t rows : {1, 2, 3, 4, 5, 7, 17}) {
         std::vector<float> x(size_t(rows * in));
         for (auto& v : x) v = std::ldexp(u(rng), int(rng() % 30) - 15);
         std::vector<float> xq(x), y(static_cast<size_t>(rows * out)), row(static_cast<size_t>(in));
@@ -230,6 +230,38 @@ TEST(Linear, FusedAvx512MatchesScalarDefinitionBitwise) {
       }
     }
   }
+}
+
+// The 16 lane sums are folded in one fixed tree (kernels/dot.h fold16); the batched kernels
+// fold 8 outputs side by side. Random data almost never tells two trees apart once the sum is
+// rounded to fp32, so here every lane holds one exact product drawn from ±2^52, ±2^26, ±1,
+// ±2^-20 and 0: big values cancel in some trees and swallow the small ones in others. The test
+// first checks that its data tells the canonical tree from a left-to-right fold, then that every
+// output of the GEMV and panel kernels is the reference's.
+TEST(Linear, LaneSumsFoldInTheCanonicalTree) {
+  if (detected_isa() != Isa::avx512 || active_isa() != Isa::avx512) GTEST_SKIP() << "AVX-512 not active";
+  std::mt19937 rng(5);
+  const float values[] = {0x1p52f, -0x1p52f, 0x1p26f, -0x1p26f, 1.0f, -1.0f, 0x1p-20f, -0x1p-20f, 0.0f};
+  const int64_t out = 203, in = 16;
+  std::vector<float> wv(size_t(out * in));
+  for (auto& v : wv) v = values[rng() % 9];
+  const LinearWeight w{WeightFormat::f32, wv.data(), nullptr, out, in};
+  int told_apart = 0;
+  for (int64_t rows : {1, 2, 17}) {
+    std::vector<float> x(size_t(rows * in)), y(size_t(rows * out));
+    for (auto& v : x) v = (rng() & 1) ? 1.0f : -1.0f;  // products stay exact
+    linear(w, x.data(), rows, y.data(), false);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t n = 0; n < out; ++n) {
+        const float ref = dot(x.data() + r * in, wv.data() + n * in, in);
+        double seq = 0.0;
+        for (int64_t k = 0; k < in; ++k) seq += double(x[size_t(r * in + k)]) * double(wv[size_t(n * in + k)]);
+        told_apart += float(seq) != ref;
+        ASSERT_EQ(std::bit_cast<uint32_t>(y[size_t(r * out + n)]), std::bit_cast<uint32_t>(ref))
+            << "rows " << rows << " row " << r << " out " << n;
+      }
+  }
+  EXPECT_GT(told_apart, 50) << "the data no longer tells fold trees apart";
 }
 
 }  // namespace
