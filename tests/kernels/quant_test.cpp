@@ -3,9 +3,13 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <limits>
+#include <random>
 #include <vector>
 
+#include "core/cpu.h"
 #include "core/numfmt.h"
 
 namespace strata::kernels {
@@ -71,6 +75,65 @@ TEST(Quant, ResultsAreBf16Exact) {
   for (float v : y) EXPECT_EQ(v, round_bf16(v));
   quant_fp4(x.data(), 256, 32, y.data());
   for (float v : y) EXPECT_EQ(v, round_bf16(v));
+}
+
+// The AVX-512 FP8 quantization against the scalar reference, bit for bit: (1) every 256th f32
+// bit pattern of magnitude ≤ 448 and every rounding tie with its neighbours, both signs, in
+// blocks whose amax is 448 (scale 1, so the rounding to the e4m3 grid is seen directly: the
+// ties, the subnormal range, the 2^-6 boundary);
+// (2) random blocks at scales from 2^-40 to 2^40 with NaN, ±inf, ±0 and f32 subnormals mixed in
+// (the scale, the amax that ignores NaN, the clamp, the quiet NaN); blocks of 64 and 128, in
+// place and not.
+TEST(Quant, Fp8Avx512EqualsTheReferenceBitForBit) {
+  if (detected_isa() != Isa::avx512) GTEST_SKIP() << "no AVX-512";
+  auto same = [](const std::vector<float>& x, int64_t block) {
+    std::vector<float> ref(x.size()), got(x.size()), inplace(x);
+    quant_fp8_reference(x.data(), int64_t(x.size()), block, ref.data());
+    avx512::quant_fp8(x.data(), int64_t(x.size()), block, got.data());
+    avx512::quant_fp8(inplace.data(), int64_t(inplace.size()), block, inplace.data());
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (std::bit_cast<uint32_t>(got[i]) != std::bit_cast<uint32_t>(ref[i]) ||
+          std::bit_cast<uint32_t>(inplace[i]) != std::bit_cast<uint32_t>(ref[i]))
+        return ::testing::AssertionFailure() << "x " << x[i] << " (0x" << std::hex << std::bit_cast<uint32_t>(x[i])
+                                             << ") ref 0x" << std::bit_cast<uint32_t>(ref[i]) << " got 0x"
+                                             << std::bit_cast<uint32_t>(got[i]);
+    }
+    return ::testing::AssertionSuccess();
+  };
+  std::vector<float> sweep;
+  auto add = [&](float v) {
+    for (float sv : {v, -v}) {
+      if (sweep.size() % 128 == 0) sweep.push_back(std::copysign(448.0f, sv));
+      sweep.push_back(sv);
+    }
+  };
+  const uint32_t top = std::bit_cast<uint32_t>(448.0f);
+  for (uint32_t bits = 0; bits <= top; bits += 256) add(std::bit_cast<float>(bits));
+  // every rounding tie of the normal grid (bit 19 set, below it zero) and its two neighbours
+  for (uint32_t bits = 0x00080000u; bits <= top; bits += 0x00100000u)
+    for (uint32_t d : {bits - 1, bits, bits + 1}) add(std::bit_cast<float>(d));
+  // the subnormal grid's ties (odd multiples of 2^-10) and their neighbours
+  for (int k = 1; k < 16; k += 2) {
+    const float t = std::ldexp(float(k), -10);
+    for (float v : {std::nextafter(t, 0.0f), t, std::nextafter(t, 1.0f)}) add(v);
+  }
+  while (sweep.size() % 128) sweep.push_back(0.0f);
+  ASSERT_TRUE(same(sweep, 128));
+
+  std::mt19937 rng(17);
+  std::normal_distribution<float> nd;
+  const float specials[] = {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN(),
+                            std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                            0.0f, -0.0f, 1e-40f, -3e-39f};
+  for (int64_t block : {64, 128}) {
+    std::vector<float> x(size_t(block) * 400);
+    for (size_t b = 0; b < x.size(); b += size_t(block)) {
+      const int e = int(rng() % 81) - 40;
+      for (size_t i = b; i < b + size_t(block); ++i)
+        x[i] = rng() % 50 == 0 ? specials[rng() % 8] : std::ldexp(nd(rng), e);
+    }
+    ASSERT_TRUE(same(x, block)) << "block " << block;
+  }
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <string>
 
+#include "core/cpu.h"
 #include "core/error.h"
 #include "core/numfmt.h"
 #include "kernels/quant.h"
@@ -30,6 +31,12 @@ uint8_t fp4_block_scale_e8m0(const float* x, int64_t n) {
 }
 
 void quant_fp8(const float* x, int64_t n, int64_t block, float* y) {
+  check_blocks(n, block, "quant_fp8");
+  if (active_isa() == Isa::avx512 && block % 16 == 0) return avx512::quant_fp8(x, n, block, y);
+  quant_fp8_reference(x, n, block, y);
+}
+
+void quant_fp8_reference(const float* x, int64_t n, int64_t block, float* y) {
   check_blocks(n, block, "quant_fp8");
   for (int64_t b = 0; b < n; b += block) {
     const float s = fp8_block_scale(std::max(amax_of(x + b, block), kFp8AmaxFloor));
