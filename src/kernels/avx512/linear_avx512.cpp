@@ -200,13 +200,16 @@ constexpr int64_t kPanelBlock = 256;
 // NR activation rows × NW panel rows over `len` columns (x: row stride `in`, already offset to
 // the block). Lanes 0-7 of every output advance, then lanes 8-15, so 24 accumulators + 4 weight
 // + 3 activation vectors fit the 32 registers.
+// first: the first column block, whose accumulators start at zero (not loaded: the buffer
+// of rows × 4 × 16 doubles is not cleared for it, which was a memset of 256 KB per 4 weight rows
+// at 512 rows).
 template <int NW, int NR>
-void panel_kernel(const double* panel, int64_t len, const double* x, int64_t in, double* acc) {
+void panel_kernel(const double* panel, int64_t len, const double* x, int64_t in, double* acc, bool first) {
   __m512d lo[NR][NW], hi[NR][NW];
   for (int r = 0; r < NR; ++r)
     for (int i = 0; i < NW; ++i) {
-      lo[r][i] = _mm512_load_pd(acc + (r * NW + i) * 16);
-      hi[r][i] = _mm512_load_pd(acc + (r * NW + i) * 16 + 8);
+      lo[r][i] = first ? _mm512_setzero_pd() : _mm512_load_pd(acc + (r * NW + i) * 16);
+      hi[r][i] = first ? _mm512_setzero_pd() : _mm512_load_pd(acc + (r * NW + i) * 16 + 8);
     }
   for (int64_t k = 0; k < len; k += 16) {
     for (int half = 0; half < 2; ++half) {
@@ -236,11 +239,11 @@ void panel_kernel(const double* panel, int64_t len, const double* x, int64_t in,
 }
 
 template <int NW>
-void panel_block(const double* panel, int64_t len, const double* x, int64_t in, int64_t rows, double* acc) {
+void panel_block(const double* panel, int64_t len, const double* x, int64_t in, int64_t rows, double* acc, bool first) {
   int64_t r = 0;
-  for (; r + 3 <= rows; r += 3) panel_kernel<NW, 3>(panel, len, x + r * in, in, acc + r * NW * 16);
-  if (rows - r == 2) panel_kernel<NW, 2>(panel, len, x + r * in, in, acc + r * NW * 16);
-  if (rows - r == 1) panel_kernel<NW, 1>(panel, len, x + r * in, in, acc + r * NW * 16);
+  for (; r + 3 <= rows; r += 3) panel_kernel<NW, 3>(panel, len, x + r * in, in, acc + r * NW * 16, first);
+  if (rows - r == 2) panel_kernel<NW, 2>(panel, len, x + r * in, in, acc + r * NW * 16, first);
+  if (rows - r == 1) panel_kernel<NW, 1>(panel, len, x + r * in, in, acc + r * NW * 16, first);
 }
 
 // scratch: linear_panel_doubles(in, rows) doubles, 64-byte aligned (panel, then accumulators)
@@ -254,7 +257,6 @@ void gemm(const LinearWeight& w, const double* x, int64_t rows, float* y, bool r
     const int nw = int(std::min<int64_t>(4, ne - n));
     Row row[4];
     for (int i = 0; i < nw; ++i) row[i] = Row(w, n + i);
-    std::fill(acc, acc + rows * nw * 16, 0.0);
     for (int64_t k0 = 0; k0 < in; k0 += kPanelBlock) {
       const int64_t len = std::min(kPanelBlock, in - k0);
       for (int i = 0; i < nw; ++i) {
@@ -269,11 +271,12 @@ void gemm(const LinearWeight& w, const double* x, int64_t rows, float* y, bool r
           }
         }
       }
+      const bool first = k0 == 0;
       switch (nw) {
-        case 4: panel_block<4>(panel, len, x + k0, in, rows, acc); break;
-        case 3: panel_block<3>(panel, len, x + k0, in, rows, acc); break;
-        case 2: panel_block<2>(panel, len, x + k0, in, rows, acc); break;
-        default: panel_block<1>(panel, len, x + k0, in, rows, acc); break;
+        case 4: panel_block<4>(panel, len, x + k0, in, rows, acc, first); break;
+        case 3: panel_block<3>(panel, len, x + k0, in, rows, acc, first); break;
+        case 2: panel_block<2>(panel, len, x + k0, in, rows, acc, first); break;
+        default: panel_block<1>(panel, len, x + k0, in, rows, acc, first); break;
       }
     }
     // outputs o = r·nw + i, 8 at a time
