@@ -31,8 +31,10 @@ uint8_t fp4_block_scale_e8m0(const float* x, int64_t n) {
 }
 
 void quant_fp8(const float* x, int64_t n, int64_t block, float* y) {
-  check_blocks(n, block, "quant_fp8");
-  if (active_isa() == Isa::avx512 && block % 16 == 0) return avx512::quant_fp8(x, n, block, y);
+  if (active_isa() == Isa::avx512 && block % 16 == 0) {
+    check_blocks(n, block, "quant_fp8");  // (the reference checks its own)
+    return avx512::quant_fp8(x, n, block, y);
+  }
   quant_fp8_reference(x, n, block, y);
 }
 
