@@ -5,6 +5,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -97,13 +98,13 @@ class WorkerPool {
       std::lock_guard<std::mutex> lk(m_);
       wake_.notify_all();
     }
-    struct Join {  // the workers finish their chunks even if ours throws
-      std::atomic<int>& pending;
-      ~Join() {
-        while (pending.load(std::memory_order_acquire) > 0) cpu_relax();
-      }
-    } join{pending_};
-    fn(0, std::min(n, chunk_));
+    run_chunk(0);
+    while (pending_.load(std::memory_order_acquire) > 0) cpu_relax();
+    if (error_) {  // a chunk threw (on this thread or a worker): rethrown once every chunk is done
+      std::exception_ptr e = std::move(error_);
+      error_ = nullptr;
+      std::rethrow_exception(e);
+    }
   }
 
  private:
@@ -128,11 +129,21 @@ class WorkerPool {
       }
       seen = g;
       if (stop_) return;
-      if (index < parts_) {
-        const int64_t b = index * chunk_, e = std::min(n_, b + chunk_);
-        if (b < e) (*fn_)(b, e);
-      }
+      if (index < parts_) run_chunk(index);
       pending_.fetch_sub(1, std::memory_order_release);
+    }
+  }
+
+  // Never throws: an exception escaping a worker thread would end the process (a bad_alloc in
+  // a kernel's scratch, say), so the first one is kept for the caller to rethrow.
+  void run_chunk(int64_t index) {
+    const int64_t b = index * chunk_, e = std::min(n_, b + chunk_);
+    if (b >= e) return;
+    try {
+      (*fn_)(b, e);
+    } catch (...) {
+      std::lock_guard<std::mutex> lk(error_mutex_);
+      if (!error_) error_ = std::current_exception();
     }
   }
 
@@ -146,6 +157,8 @@ class WorkerPool {
   // The current job; written before gen_ is bumped, read after it is seen.
   const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
   int64_t n_ = 0, parts_ = 0, chunk_ = 0;
+  std::mutex error_mutex_;
+  std::exception_ptr error_;
 };
 
 // One pool at a time; a second caller (another thread, or a job that itself calls

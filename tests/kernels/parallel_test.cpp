@@ -1,11 +1,12 @@
 // parallel_for on the persistent worker pool: every index runs exactly once for any thread
 // count (resizing the pool between calls), nested and concurrent callers run inline instead of
-// deadlocking, and an exception on the calling thread propagates only after the workers are done.
+// deadlocking, and an exception from any chunk propagates only after the other chunks are done.
 #include "kernels/parallel.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -44,17 +45,22 @@ TEST(ParallelFor, NestedAndConcurrentCallersRunInline) {
   set_num_threads(0);
 }
 
-TEST(ParallelFor, ExceptionFromCallerChunkWaitsForWorkers) {
+// An exception from any chunk, on the calling thread or on a worker (where, escaping, it would
+// end the process), reaches the caller, and only once no chunk is still running (a chunk left
+// running would write into the caller's freed buffers).
+TEST(ParallelFor, ExceptionFromAnyChunkReachesTheCallerAfterTheOthersFinish) {
   set_num_threads(2);
-  std::atomic<int> done{0};
-  EXPECT_THROW(parallel_for(2, 1,
-                            [&](int64_t b, int64_t) {
-                              if (b == 0) throw std::runtime_error("chunk 0");
-                              std::this_thread::sleep_for(std::chrono::milliseconds(20));
-                              done.fetch_add(1);
-                            }),
-               std::runtime_error);
-  EXPECT_EQ(done.load(), 1);  // the worker's chunk finished before the throw left parallel_for
+  for (int64_t thrower : {0, 1}) {  // chunk 0 runs on the caller, chunk 1 on the worker
+    std::atomic<int> done{0};
+    EXPECT_THROW(parallel_for(2, 1,
+                              [&](int64_t b, int64_t) {
+                                if (b == thrower) throw std::runtime_error("chunk");
+                                std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                                done.fetch_add(1);
+                              }),
+                 std::runtime_error);
+    EXPECT_EQ(done.load(), 1) << thrower;  // the other chunk finished before the throw left parallel_for
+  }
   // and the pool still works
   std::atomic<int> again{0};
   parallel_for(2, 1, [&](int64_t b, int64_t e) { again.fetch_add(int(e - b)); });
