@@ -36,7 +36,7 @@ DequantFn dequant_fn(Isa isa);
 // (x: rows × in doubles). panel: linear_panel_doubles(in, rows) doubles of 64-byte-aligned scratch.
 namespace avx512 {
 bool linear_supported(const LinearWeight& w);
-inline int64_t linear_panel_doubles(int64_t, int64_t rows) { return rows > 1 ? 4 * 256 + rows * 64 : 0; }
+inline int64_t linear_panel_doubles(int64_t, int64_t rows) { return rows > 1 ? 6 * 256 + rows * 6 * 16 : 0; }
 void linear_range(const LinearWeight& w, const double* x, int64_t rows, float* y, bool round_bf16, int64_t nb,
                   int64_t ne, double* panel);
 }  // namespace avx512

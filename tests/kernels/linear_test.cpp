@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/numfmt.h"
+#include "kernels/aligned_buffer.h"
 #include "kernels/dot.h"
 #include "kernels/parallel.h"
 #include "kernels/quant.h"
@@ -262,6 +263,38 @@ TEST(Linear, LaneSumsFoldInTheCanonicalTree) {
       }
   }
   EXPECT_GT(told_apart, 50) << "the data no longer tells fold trees apart";
+}
+
+
+// The panel kernels take the outputs in groups of 6 weight rows and the activation rows in
+// passes of at most ~1 MB of fp64 x (row_block in linear_avx512.cpp): every range length of
+// outputs (each remainder of 6, on either side of a group) and a row count that needs two passes
+// (in = 1024: 126 rows a pass), bitwise against dequant_row + dot, wide-range f32 data.
+TEST(Linear, PanelGroupsAndRowPassesGiveTheReferenceBits) {
+  if (detected_isa() != Isa::avx512 || active_isa() != Isa::avx512) GTEST_SKIP() << "AVX-512 not active";
+  std::mt19937 rng(33);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  const int64_t out = 40, in = 1024;
+  std::vector<float> wv(size_t(out * in));
+  for (auto& v : wv) v = std::ldexp(u(rng), int(rng() % 60) - 30);
+  const LinearWeight w{WeightFormat::f32, wv.data(), nullptr, out, in};
+  for (int64_t rows : {2, 5, 131}) {
+    std::vector<float> x(size_t(rows * in));
+    for (auto& v : x) v = std::ldexp(u(rng), int(rng() % 30) - 15);
+    std::vector<double> xd(x.begin(), x.end());
+    AlignedBuffer<double> panel(size_t(avx512::linear_panel_doubles(in, rows)));
+    for (int64_t nb : {int64_t(0), int64_t(7)})
+      for (int64_t len = 1; len <= 13; ++len) {
+        std::vector<float> y(size_t(rows * out), -1.0f);
+        avx512::linear_range(w, xd.data(), rows, y.data(), false, nb, nb + len, panel.data());
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t n = nb; n < nb + len; ++n) {
+            const float ref = dot(x.data() + r * in, wv.data() + n * in, in);
+            ASSERT_EQ(std::bit_cast<uint32_t>(y[size_t(r * out + n)]), std::bit_cast<uint32_t>(ref))
+                << "rows " << rows << " outputs [" << nb << ", " << nb + len << ") row " << r << " out " << n;
+          }
+      }
+  }
 }
 
 }  // namespace

@@ -9,8 +9,8 @@
 //  * weights are decoded straight into fp64 registers (never stored as an fp32 row);
 //  * one activation row: 4 weight rows at a time — 8 independent FMA chains hide the FMA
 //    latency that a single dot (2 chains) is bound by;
-//  * several activation rows: 4 weight rows are decoded once into an fp64 panel (L2-resident)
-//    and reused by every activation row, 3 rows at a time (24 accumulators).
+//  * several activation rows: 6 weight rows are decoded once into an fp64 panel (L1-resident)
+//    and reused by every activation row, 3 rows at a time (18 accumulators per half).
 // Decoders reproduce dequant_row's fp32 value (format × block scale, both in fp32) exactly; the
 // e4m3 NaN codes are the one exception, as in dequant_avx512.cpp.
 #pragma GCC optimize("fp-contract=off")
@@ -192,50 +192,46 @@ void gemv(const LinearWeight& w, const double* x, float* y, bool rb, int64_t nb,
   for (; n < ne; ++n) gemv_block<Row, 1>(w, x, y, rb, n);
 }
 
-// Several activation rows: the weights are decoded once per 4 rows × kPanelBlock columns into
-// an fp64 panel (8 KB, L1-resident) that every activation row then passes over; accumulators
-// live in registers within a block and in `acc` between blocks (a store and reload is exact).
+// Several activation rows: the weights are decoded once per kGroup rows × kPanelBlock columns
+// into an fp64 panel (12 KB, L1-resident) that every activation row then passes over;
+// accumulators live in registers within a block and in `acc` between blocks (a store and
+// reload is exact).
 constexpr int64_t kPanelBlock = 256;
+constexpr int kGroup = 6;
 
 // NR activation rows × NW panel rows over `len` columns (x: row stride `in`, already offset to
-// the block). Lanes 0-7 of every output advance, then lanes 8-15, so 24 accumulators + 4 weight
-// + 3 activation vectors fit the 32 registers.
+// the block). Lanes 0-7 of every output advance over the block, then lanes 8-15 (each lane's
+// columns in order either way: the same bits), so a pass holds NR × NW accumulators, not twice
+// that: 3 × 6 = 18 + 6 weight + 3 activation vectors fit the 32 registers. Each x vector, read
+// from L2, serves 6 FMAs (4 with both halves live: the activation stream from L2 was the bound).
 // first: the first column block, whose accumulators start at zero (not loaded: the buffer
-// of rows × 4 × 16 doubles is not cleared for it, which was a memset of 256 KB per 4 weight rows
+// of rows × kGroup × 16 doubles is not cleared for it, which was a memset of 256 KB per group
 // at 512 rows).
 template <int NW, int NR>
 void panel_kernel(const double* panel, int64_t len, const double* x, int64_t in, double* acc, bool first) {
-  __m512d lo[NR][NW], hi[NR][NW];
-  for (int r = 0; r < NR; ++r)
-    for (int i = 0; i < NW; ++i) {
-      lo[r][i] = first ? _mm512_setzero_pd() : _mm512_load_pd(acc + (r * NW + i) * 16);
-      hi[r][i] = first ? _mm512_setzero_pd() : _mm512_load_pd(acc + (r * NW + i) * 16 + 8);
-    }
-  for (int64_t k = 0; k < len; k += 16) {
-    for (int half = 0; half < 2; ++half) {
+  for (int half = 0; half < 2; ++half) {
+    __m512d a[NR][NW];
+    for (int r = 0; r < NR; ++r)
+      for (int i = 0; i < NW; ++i)
+        a[r][i] = first ? _mm512_setzero_pd() : _mm512_load_pd(acc + (r * NW + i) * 16 + 8 * half);
+    for (int64_t k = 8 * half; k < len; k += 16) {
       __m512d wv[NW], xv[NR];
       // The empty asm pins each operand in a register: otherwise the compiler folds the panel
       // load into every FMA that uses it (NR loads of the same vector), and loads become the limit.
       for (int i = 0; i < NW; ++i) {
-        wv[i] = _mm512_load_pd(panel + i * kPanelBlock + k + 8 * half);
+        wv[i] = _mm512_load_pd(panel + i * kPanelBlock + k);
         asm("" : "+v"(wv[i]));
       }
       for (int r = 0; r < NR; ++r) {
-        xv[r] = _mm512_loadu_pd(x + r * in + k + 8 * half);
+        xv[r] = _mm512_loadu_pd(x + r * in + k);
         asm("" : "+v"(xv[r]));
       }
       for (int r = 0; r < NR; ++r)
-        for (int i = 0; i < NW; ++i) {
-          __m512d& a = half ? hi[r][i] : lo[r][i];
-          a = _mm512_fmadd_pd(xv[r], wv[i], a);
-        }
+        for (int i = 0; i < NW; ++i) a[r][i] = _mm512_fmadd_pd(xv[r], wv[i], a[r][i]);
     }
+    for (int r = 0; r < NR; ++r)
+      for (int i = 0; i < NW; ++i) _mm512_store_pd(acc + (r * NW + i) * 16 + 8 * half, a[r][i]);
   }
-  for (int r = 0; r < NR; ++r)
-    for (int i = 0; i < NW; ++i) {
-      _mm512_store_pd(acc + (r * NW + i) * 16, lo[r][i]);
-      _mm512_store_pd(acc + (r * NW + i) * 16 + 8, hi[r][i]);
-    }
 }
 
 template <int NW>
@@ -246,16 +242,15 @@ void panel_block(const double* panel, int64_t len, const double* x, int64_t in, 
   if (rows - r == 1) panel_kernel<NW, 1>(panel, len, x + r * in, in, acc + r * NW * 16, first);
 }
 
-// scratch: linear_panel_doubles(in, rows) doubles, 64-byte aligned (panel, then accumulators)
 template <class Row>
 void gemm(const LinearWeight& w, const double* x, int64_t rows, float* y, bool rb, int64_t nb, int64_t ne,
           double* scratch) {
   const int64_t in = w.in;
   double* panel = scratch;
-  double* acc = scratch + 4 * kPanelBlock;
-  for (int64_t n = nb; n < ne; n += 4) {
-    const int nw = int(std::min<int64_t>(4, ne - n));
-    Row row[4];
+  double* acc = scratch + kGroup * kPanelBlock;
+  for (int64_t n = nb; n < ne; n += kGroup) {
+    const int nw = int(std::min<int64_t>(kGroup, ne - n));
+    Row row[kGroup];
     for (int i = 0; i < nw; ++i) row[i] = Row(w, n + i);
     for (int64_t k0 = 0; k0 < in; k0 += kPanelBlock) {
       const int64_t len = std::min(kPanelBlock, in - k0);
@@ -273,6 +268,8 @@ void gemm(const LinearWeight& w, const double* x, int64_t rows, float* y, bool r
       }
       const bool first = k0 == 0;
       switch (nw) {
+        case 6: panel_block<6>(panel, len, x + k0, in, rows, acc, first); break;
+        case 5: panel_block<5>(panel, len, x + k0, in, rows, acc, first); break;
         case 4: panel_block<4>(panel, len, x + k0, in, rows, acc, first); break;
         case 3: panel_block<3>(panel, len, x + k0, in, rows, acc, first); break;
         case 2: panel_block<2>(panel, len, x + k0, in, rows, acc, first); break;
@@ -294,10 +291,23 @@ void gemm(const LinearWeight& w, const double* x, int64_t rows, float* y, bool r
   }
 }
 
+// Activation rows per pass over the weights. Every 4 weight rows pass over all the rows' x, so
+// with rows × in × 8 bytes beyond L2 each pass streamed x from memory (128 rows of an expert's
+// 4096 columns: 4 MB per 4 weight rows; 10 GMAC/s against 19 at 16 rows). Passes over at most
+// ~1 MB of x keep it in L2; the weights are decoded again per pass, which at >= 30 rows is
+// a small share. A multiple of 3, the kernel's row block.
+constexpr int64_t kRowBlockBytes = int64_t(1) << 20;
+inline int64_t row_block(int64_t in, int64_t rows) {
+  const int64_t fit = std::max<int64_t>(3, kRowBlockBytes / (in * int64_t(sizeof(double))) / 3 * 3);
+  return std::min(rows, fit);
+}
+
 template <class Row>
 void run(const LinearWeight& w, const double* x, int64_t rows, float* y, bool rb, int64_t nb, int64_t ne, double* panel) {
-  if (rows == 1) gemv<Row>(w, x, y, rb, nb, ne);
-  else gemm<Row>(w, x, rows, y, rb, nb, ne, panel);
+  if (rows == 1) return gemv<Row>(w, x, y, rb, nb, ne);
+  const int64_t step = row_block(w.in, rows);
+  for (int64_t r0 = 0; r0 < rows; r0 += step)  // each output's dot is the same whatever the split
+    gemm<Row>(w, x + r0 * w.in, std::min(step, rows - r0), y + r0 * w.out, rb, nb, ne, panel);
 }
 
 }  // namespace
