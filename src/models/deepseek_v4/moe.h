@@ -30,6 +30,8 @@ struct Routing {
 
 // Routing of one token: x [dim] (bf16 values), token id for hash layers.
 Routing route(const MoeWeights& w, const MoeSpec& s, const float* x, int64_t token);
+// The same from the token's gate scores (x · gateᵀ, fp32, [experts]) computed by the caller.
+Routing route_scored(const MoeWeights& w, const MoeSpec& s, std::vector<float> scores, int64_t token);
 // x: [rows, dim]; ids: [rows]; out: [rows, dim].
 void moe_forward(const MoeWeights& w, const MoeSpec& s, const float* x, const int64_t* ids, int64_t rows, float* out);
 // One SwiGLU expert on rows of x; weight per row (nullptr: none). out [rows, dim], bf16 values.
