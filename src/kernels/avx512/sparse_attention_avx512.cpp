@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/numfmt.h"
+#include "kernels/aligned_buffer.h"
 #include "kernels/dot.h"
 #include "kernels/parallel.h"
 #include "kernels/sparse_attention.h"
@@ -57,16 +58,21 @@ void dots(const double* q, const double* c, int64_t n, int64_t dim, float* z) {
 
 void sparse_attention(const float* q, int64_t heads, int64_t dim, const float* const* entries, int64_t n,
                       const float* sink, float scale, float* out) {
-  std::vector<double> c(static_cast<size_t>(std::max<int64_t>(1, n) * dim));
+  // Reused, not a fresh vector: a prefill row's entries are up to ~2.6 MB of fp64 on V4-Flash,
+  // which a vector cleared (and, from the allocator, faulted in) for every row and layer.
+  // Through a pointer: inside the job below, `widened` would name the worker's own buffer.
+  thread_local AlignedBuffer<double> widened;
+  widened.reserve(static_cast<size_t>(std::max<int64_t>(1, n) * dim));
+  double* c = widened.data();
   for (int64_t j = 0; j < n; ++j)
-    for (int64_t d = 0; d < dim; ++d) c[size_t(j * dim + d)] = double(entries[j][d]);
+    for (int64_t d = 0; d < dim; ++d) c[j * dim + d] = double(entries[j][d]);
   parallel_for(heads, std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(1, n * dim)), [&](int64_t hb, int64_t he) {
     std::vector<float> z(static_cast<size_t>(n > 0 ? n : 1));
     std::vector<double> qd(static_cast<size_t>(dim)), pw(static_cast<size_t>(n > 0 ? n : 1));
     for (int64_t h = hb; h < he; ++h) {
       const float* qh = q + h * dim;
       for (int64_t d = 0; d < dim; ++d) qd[size_t(d)] = double(qh[d]);
-      dots(qd.data(), c.data(), n, dim, z.data());
+      dots(qd.data(), c, n, dim, z.data());
       for (int64_t j = 0; j < n; ++j) z[size_t(j)] = z[size_t(j)] * scale;
       const float lf = sink_softmax(z.data(), n, sink[h]);
       for (int64_t j = 0; j < n; ++j) pw[size_t(j)] = double(round_bf16(z[size_t(j)]));
@@ -76,7 +82,7 @@ void sparse_attention(const float* q, int64_t heads, int64_t dim, const float* c
         for (int t = 0; t < 16; ++t) acc[t] = _mm512_setzero_pd();
         for (int64_t j = 0; j < n; ++j) {
           const __m512d w = _mm512_set1_pd(pw[size_t(j)]);
-          const double* cj = c.data() + j * dim + d0;
+          const double* cj = c + j * dim + d0;
           if (tiles == 16) {
 #pragma GCC unroll 16
             for (int t = 0; t < 16; ++t) acc[t] = _mm512_fmadd_pd(w, _mm512_loadu_pd(cj + 8 * t), acc[t]);
