@@ -291,11 +291,11 @@ void gemm(const LinearWeight& w, const double* x, int64_t rows, float* y, bool r
   }
 }
 
-// Activation rows per pass over the weights. Every 4 weight rows pass over all the rows' x, so
-// with rows × in × 8 bytes beyond L2 each pass streamed x from memory (128 rows of an expert's
-// 4096 columns: 4 MB per 4 weight rows; 10 GMAC/s against 19 at 16 rows). Passes over at most
-// ~1 MB of x keep it in L2; the weights are decoded again per pass, which at >= 30 rows is
-// a small share. A multiple of 3, the kernel's row block.
+// Activation rows per pass over the weights. Every panel of weight rows passes over all the
+// rows' x, so with rows × in × 8 bytes beyond L2 x streamed from memory once per panel (128
+// rows of an expert's 4096 columns: 4 MB; 10 GMAC/s against 19 at 16 rows). Passes over at
+// most ~1 MB of x keep it in L2; the weights are decoded again per pass, which at >= 30 rows
+// is a small share. A multiple of 3, the kernel's row block.
 constexpr int64_t kRowBlockBytes = int64_t(1) << 20;
 inline int64_t row_block(int64_t in, int64_t rows) {
   const int64_t fit = std::max<int64_t>(3, kRowBlockBytes / (in * int64_t(sizeof(double))) / 3 * 3);
