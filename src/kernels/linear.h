@@ -36,7 +36,13 @@ DequantFn dequant_fn(Isa isa);
 // (x: rows × in doubles). panel: linear_panel_doubles(in, rows) doubles of 64-byte-aligned scratch.
 namespace avx512 {
 bool linear_supported(const LinearWeight& w);
-inline int64_t linear_panel_doubles(int64_t, int64_t rows) { return rows > 1 ? 6 * 256 + rows * 6 * 16 : 0; }
+// The panel's shape (weight rows × columns), here so that the scratch size and the kernel
+// cannot disagree: the panel, then 16 fp64 lane sums per (activation row, panel row).
+inline constexpr int kPanelRows = 6;
+inline constexpr int64_t kPanelBlock = 256;
+inline int64_t linear_panel_doubles(int64_t, int64_t rows) {
+  return rows > 1 ? kPanelRows * kPanelBlock + rows * kPanelRows * 16 : 0;
+}
 void linear_range(const LinearWeight& w, const double* x, int64_t rows, float* y, bool round_bf16, int64_t nb,
                   int64_t ne, double* panel);
 }  // namespace avx512

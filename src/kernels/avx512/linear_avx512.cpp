@@ -192,12 +192,10 @@ void gemv(const LinearWeight& w, const double* x, float* y, bool rb, int64_t nb,
   for (; n < ne; ++n) gemv_block<Row, 1>(w, x, y, rb, n);
 }
 
-// Several activation rows: the weights are decoded once per kGroup rows × kPanelBlock columns
-// into an fp64 panel (12 KB, L1-resident) that every activation row then passes over;
-// accumulators live in registers within a block and in `acc` between blocks (a store and
-// reload is exact).
-constexpr int64_t kPanelBlock = 256;
-constexpr int kGroup = 6;
+// Several activation rows: the weights are decoded once per kPanelRows rows × kPanelBlock
+// columns (linear.h) into an fp64 panel (12 KB, L1-resident) that every activation row then
+// passes over; accumulators live in registers within a block and in `acc` between blocks (a
+// store and reload is exact).
 
 // NR activation rows × NW panel rows over `len` columns (x: row stride `in`, already offset to
 // the block). Lanes 0-7 of every output advance over the block, then lanes 8-15 (each lane's
@@ -205,7 +203,7 @@ constexpr int kGroup = 6;
 // that: 3 × 6 = 18 + 6 weight + 3 activation vectors fit the 32 registers. Each x vector, read
 // from L2, serves 6 FMAs (4 with both halves live: the activation stream from L2 was the bound).
 // first: the first column block, whose accumulators start at zero (not loaded: the buffer
-// of rows × kGroup × 16 doubles is not cleared for it, which was a memset of 256 KB per group
+// of rows × kPanelRows × 16 doubles is not cleared for it, which was a memset of 256 KB per group
 // at 512 rows).
 template <int NW, int NR>
 void panel_kernel(const double* panel, int64_t len, const double* x, int64_t in, double* acc, bool first) {
@@ -247,10 +245,10 @@ void gemm(const LinearWeight& w, const double* x, int64_t rows, float* y, bool r
           double* scratch) {
   const int64_t in = w.in;
   double* panel = scratch;
-  double* acc = scratch + kGroup * kPanelBlock;
-  for (int64_t n = nb; n < ne; n += kGroup) {
-    const int nw = int(std::min<int64_t>(kGroup, ne - n));
-    Row row[kGroup];
+  double* acc = scratch + kPanelRows * kPanelBlock;
+  for (int64_t n = nb; n < ne; n += kPanelRows) {
+    const int nw = int(std::min<int64_t>(kPanelRows, ne - n));
+    Row row[kPanelRows];
     for (int i = 0; i < nw; ++i) row[i] = Row(w, n + i);
     for (int64_t k0 = 0; k0 < in; k0 += kPanelBlock) {
       const int64_t len = std::min(kPanelBlock, in - k0);
