@@ -71,7 +71,8 @@ void run_bench(const Opts& o) {
   const double load_s = seconds_since(tl);
   const ProcessStats ps1 = process_stats();
   const auto tp = std::chrono::steady_clock::now();
-  const bool preloaded = preload_checkpoint(model->checkpoint(), o.model, 1e18);
+  const PreloadResult pre = preload_checkpoint(model->checkpoint(), o.model, 1e18);
+  const bool preloaded = pre.read_in;
   const double preload_s = seconds_since(tp);
   const ProcessStats ps2 = process_stats();
   {
@@ -85,6 +86,9 @@ void run_bench(const Opts& o) {
                     {"preload_gbps", preloaded && preload_s > 0 ? ckpt_bytes / preload_s / 1e9 : 0},
                     {"preload_minor_faults", ps2.minor_faults - ps1.minor_faults},
                     {"preload_major_faults", ps2.major_faults - ps1.major_faults},
+                    {"huge_page_bytes", pre.huge_bytes},
+                    {"huge_page_mappable_bytes", pre.huge_mappable},
+                    {"recached_bytes", pre.recached_bytes},
                     {"resident_bytes", ps2.resident_bytes}};
   }
   const auto& cfg = model->config();
@@ -174,6 +178,12 @@ void run_bench(const Opts& o) {
       std::printf(": %.2f s = %.2f GB/s (%lld minor + %lld major page faults)", u["preload_seconds"].get<double>(),
                   u["preload_gbps"].get<double>(), (long long)u["preload_minor_faults"].get<int64_t>(),
                   (long long)u["preload_major_faults"].get<int64_t>());
+    if (u["preloaded"].get<bool>())
+      std::printf("; %.2f of %.2f GB mapped in 2 MB pages%s", u["huge_page_bytes"].get<double>() / 1e9,
+                  u["huge_page_mappable_bytes"].get<double>() / 1e9,
+                  u["recached_bytes"].get<double>() > 0
+                      ? (" (" + std::to_string(int(u["recached_bytes"].get<double>() / 1e6)) + " MB read again to cache them so)").c_str()
+                      : "");
     std::printf("; %.0f MB resident\n", u["resident_bytes"].get<double>() / 1e6);
   }
   std::printf("prefill: %zu tokens in %.3f s = %.1f tokens/s, %.1f GFLOP/s", ids.size(), prefill_s, prefill_tps,

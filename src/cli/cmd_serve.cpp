@@ -59,8 +59,9 @@ void run_serve(const ServeOpts& o) {
 
   const auto t_start = std::chrono::steady_clock::now();
   std::shared_ptr<dsv4::Model> model = dsv4::Model::load(o.model);
-  if (o.mlock) lock_checkpoint(model->checkpoint());  // reads every page in, then pins it
-  else if (o.preload) preload_checkpoint(model->checkpoint(), o.model, 1e9, /*force=*/true);
+  // Read in (in 2 MB pages where the kernel allows), then pinned with --mlock.
+  if (o.mlock || o.preload) preload_checkpoint(model->checkpoint(), o.model, 1e9, /*force=*/true);
+  if (o.mlock) lock_checkpoint(model->checkpoint());
   auto tok = std::make_shared<const Tokenizer>(Tokenizer::load(o.model));
   engine::EngineOptions eo;
   eo.max_running = o.max_running;

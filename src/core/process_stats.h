@@ -12,4 +12,8 @@ struct ProcessStats {
 
 ProcessStats process_stats();
 
+// Bytes of the mapping that starts at `start` which the kernel maps with 2 MB (PMD) entries:
+// the mapping's FilePmdMapped + AnonHugePages in /proc/self/smaps; -1 when it cannot be read.
+int64_t mapping_pmd_bytes(const void* start);
+
 }  // namespace strata

@@ -1,4 +1,5 @@
-// MappedFile's prefetch and lock, and the process statistics start-up reports.
+// MappedFile's placement, prefetch, populate, lock and re-caching in huge pages, and the process
+// statistics start-up reports.
 #include "core/mapped_file.h"
 
 #include <gtest/gtest.h>
@@ -44,6 +45,42 @@ TEST(MappedFile, LockReadsAndPinsTheWholeFile) {
     }
     m.prefetch(0, m.size());  // a hint: never throws
     m.prefetch(m.size() + 10, 5);
+  }
+  std::filesystem::remove(path);
+}
+
+TEST(MappedFile, MapsOnA2MBBoundaryAndRecachesWithoutChangingABit) {
+  const size_t bytes = (size_t(6) << 20) + 12345;  // three whole 2 MB pages and a tail
+  const std::string path = temp_file(bytes);
+  {
+    MappedFile m(path);
+    ASSERT_EQ(m.size(), bytes);
+    // offset 0 on a 2 MB address: the condition for mapping a 2 MB folio with one entry
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(m.data()) % MappedFile::kHugePage, 0u);
+    EXPECT_EQ(m.huge_mappable_bytes(), size_t(6) << 20);
+    m.populate(0, m.size());
+    EXPECT_LE(m.huge_mapped_bytes(), m.huge_mappable_bytes());
+    m.recache_in_huge_pages();
+    m.populate(0, m.size());
+    const size_t huge = m.huge_mapped_bytes();
+    EXPECT_LE(huge, m.huge_mappable_bytes());
+    EXPECT_EQ(huge % MappedFile::kHugePage, 0u);
+    // what the kernel granted depends on it and the filesystem; the bytes never change
+    RecordProperty("huge_mapped_bytes", std::to_string(huge));
+    for (size_t i = 0; i < bytes; i += 4099) ASSERT_EQ(m.data()[i], uint8_t(i * 31)) << i;
+    EXPECT_EQ(m.data()[bytes - 1], uint8_t((bytes - 1) * 31));
+    m.populate(m.size() + 1, 10);  // out of range: a hint, ignored
+  }
+  std::filesystem::remove(path);
+}
+
+TEST(ProcessStats, MappingPmdBytesNamesOnlyAMappingStart) {
+  std::vector<char> v(100);
+  EXPECT_EQ(mapping_pmd_bytes(v.data() + 1), -1);  // inside the heap, not a mapping's start
+  const std::string path = temp_file(size_t(1) << 20);
+  {
+    MappedFile m(path);
+    EXPECT_EQ(mapping_pmd_bytes(m.data()), 0);  // a 1 MB file has no whole 2 MB page
   }
   std::filesystem::remove(path);
 }
