@@ -37,11 +37,12 @@ DequantFn dequant_fn(Isa isa);
 namespace avx512 {
 bool linear_supported(const LinearWeight& w);
 // The panel's shape (weight rows × columns), here so that the scratch size and the kernel
-// cannot disagree: the panel, then 16 fp64 lane sums per (activation row, panel row).
+// cannot disagree: the panel, then 16 fp64 lane sums per (activation row, panel row); for one
+// activation row, the row scaled by an FP8 weight band's block scales.
 inline constexpr int kPanelRows = 6;
 inline constexpr int64_t kPanelBlock = 256;
-inline int64_t linear_panel_doubles(int64_t, int64_t rows) {
-  return rows > 1 ? kPanelRows * kPanelBlock + rows * kPanelRows * 16 : 0;
+inline int64_t linear_panel_doubles(int64_t in, int64_t rows) {
+  return rows > 1 ? kPanelRows * kPanelBlock + rows * kPanelRows * 16 : in;
 }
 void linear_range(const LinearWeight& w, const double* x, int64_t rows, float* y, bool round_bf16, int64_t nb,
                   int64_t ne, double* panel);

@@ -233,6 +233,44 @@ TEST(Linear, FusedAvx512MatchesScalarDefinitionBitwise) {
   }
 }
 
+// FP8 block scales at the ends of the e8m0 range: a one-row product puts the scale on the
+// activation (exact while e4m3 × scale is exact in fp32, codes <= 246) and falls back to the
+// per-weight decoder for a band with a larger one; both must give the reference's bits, and
+// so must the panel kernels, where e4m3 × 2^120 and above overflows to inf as in dequant_row.
+TEST(Linear, Fp8ExtremeBlockScalesGiveTheReferenceBits) {
+  if (detected_isa() != Isa::avx512 || active_isa() != Isa::avx512) GTEST_SKIP() << "AVX-512 not active";
+  std::mt19937 rng(8);
+  const int64_t out = 300, in = 384;  // bands of 128, 128 and 44 rows; 3 column blocks
+  std::vector<uint8_t> fp8(size_t(out * in));
+  for (auto& b : fp8) { b = uint8_t(rng()); if ((b & 0x7F) == 0x7F) b = 0x7E; }
+  const uint8_t codes[] = {0, 1, 2, 120, 127, 200, 245, 246, 247, 250, 254};
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (int trial = 0; trial < 6; ++trial) {
+    std::vector<uint8_t> sc(size_t(3 * 3));
+    for (auto& c : sc) c = trial == 0 ? 246 : trial == 1 ? 0 : codes[rng() % std::size(codes)];
+    const LinearWeight w{WeightFormat::fp8, fp8.data(), sc.data(), out, in};
+    for (int64_t rows : {1, 2, 4}) {
+      std::vector<float> x(size_t(rows * in)), xq(x.size()), y(size_t(rows * out)), row(static_cast<size_t>(in));
+      for (auto& v : x) v = std::ldexp(u(rng), int(rng() % 30) - 15);
+      for (int64_t r = 0; r < rows; ++r) quant_fp8(x.data() + r * in, in, kActBlock, xq.data() + r * in);
+      linear(w, x.data(), rows, y.data(), false);
+      for (int64_t n = 0; n < out; ++n) {
+        dequant_row(w, n, row.data());
+        for (int64_t r = 0; r < rows; ++r) {
+          const float ref = dot(xq.data() + r * in, row.data(), in);
+          const float got = y[size_t(r * out + n)];
+          if (std::isnan(ref)) {
+            ASSERT_TRUE(std::isnan(got)) << "trial " << trial << " rows " << rows << " out " << n;
+          } else {
+            ASSERT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(ref))
+                << "trial " << trial << " rows " << rows << " out " << n << " row " << r;
+          }
+        }
+      }
+    }
+  }
+}
+
 // The 16 lane sums are folded in one fixed tree (kernels/dot.h fold16); the batched kernels
 // fold 8 outputs side by side. Random data almost never tells two trees apart once the sum is
 // rounded to fp32, so here every lane holds one exact product drawn from ±2^52, ±2^26, ±1,

@@ -17,6 +17,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "core/numfmt.h"
 #include "kernels/dot.h"
@@ -67,13 +68,15 @@ struct Fp8Row {
   Fp8Row() = default;
   Fp8Row(const LinearWeight& w, int64_t r)
       : p(static_cast<const uint8_t*>(w.data) + r * w.in), s(w.scale + (r / 128) * ((w.in + 127) / 128)) {}
-  void begin(int64_t kb) { sc = _mm512_set1_ps(e8m0_to_f32(s[kb / 128]) * 256.0f); }
+  void begin(int64_t kb) { sc = _mm512_set1_ps(e8m0_to_f32(s[kb / 128])); }
   void get(int64_t k, int, __m512d& lo, __m512d& hi) {
     // e4m3 bits moved into f16 position are the value times 2^-8 (subnormals included)
     const __m256i b = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + k)));
     const __m256i h = _mm256_or_si256(_mm256_slli_epi16(_mm256_and_si256(b, _mm256_set1_epi16(0x80)), 8),
                                       _mm256_slli_epi16(_mm256_and_si256(b, _mm256_set1_epi16(0x7F)), 7));
-    const __m512 f = _mm512_mul_ps(_mm512_cvtph_ps(h), sc);
+    // times 2^8 first (exact), then the one rounding the reference makes: e4m3 × scale in fp32
+    // (a scale of 2^120 or more overflows there, and here, as it does in dequant_row)
+    const __m512 f = _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtph_ps(h), _mm512_set1_ps(256.0f)), sc);
     lo = lo_pd(f);
     hi = hi_pd(f);
   }
@@ -192,6 +195,67 @@ void gemv(const LinearWeight& w, const double* x, float* y, bool rb, int64_t nb,
   for (; n < ne; ++n) gemv_block<Row, 1>(w, x, y, rb, n);
 }
 
+// FP8 with one activation row. A 128 × 128 block scale is shared by every row of its 128-row
+// band, so it goes on x once per band (xs = x · 2^8 · scale, 1/128 of the products' work)
+// instead of on each weight, and the weights need only e4m3 → f16 → fp32 → fp64, 32 columns
+// at a time: the bytes interleaved with zeros make words b · 2^8 (no widening shuffle), an
+// arithmetic shift and a mask move e4m3's fields to f16's (the value times 2^-8), and the
+// interleave's lane order puts columns 0-7 | 16-23 and 8-15 | 24-31 in the two f16 vectors,
+// whose halves are the canonical lanes of two 16-column steps. Each product is the same: the
+// e4m3 value times scale is exact in fp32 for scale <= 2^119 (e8m0 codes <= 246), and a power
+// of two moved from one factor to the other does not change an exact fp64 product. Bands
+// with a larger (or NaN) scale take the per-weight decoder, which rounds as the reference does.
+template <int NW>
+void gemv_fp8_rows(const LinearWeight& w, const double* xs, float* y, bool rb, int64_t n) {
+  const uint8_t* p[NW];
+  __m512d lo[NW], hi[NW];
+  for (int i = 0; i < NW; ++i) {
+    p[i] = static_cast<const uint8_t*>(w.data) + (n + i) * w.in;
+    lo[i] = _mm512_setzero_pd();
+    hi[i] = _mm512_setzero_pd();
+  }
+  const __m256i zero = _mm256_setzero_si256(), keep = _mm256_set1_epi16(int16_t(0xBFFF));
+  for (int64_t k = 0; k < w.in; k += 32) {
+    const __m512d x0 = _mm512_loadu_pd(xs + k), x1 = _mm512_loadu_pd(xs + k + 8);
+    const __m512d x2 = _mm512_loadu_pd(xs + k + 16), x3 = _mm512_loadu_pd(xs + k + 24);
+#pragma GCC unroll 4
+    for (int i = 0; i < NW; ++i) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p[i] + k));
+      const __m256i a = _mm256_and_si256(_mm256_srai_epi16(_mm256_unpacklo_epi8(zero, v), 1), keep);
+      const __m256i b = _mm256_and_si256(_mm256_srai_epi16(_mm256_unpackhi_epi8(zero, v), 1), keep);
+      const __m512 fa = _mm512_cvtph_ps(a), fb = _mm512_cvtph_ps(b);  // columns 0-7|16-23, 8-15|24-31
+      lo[i] = _mm512_fmadd_pd(x0, lo_pd(fa), lo[i]);
+      hi[i] = _mm512_fmadd_pd(x1, lo_pd(fb), hi[i]);
+      lo[i] = _mm512_fmadd_pd(x2, hi_pd(fa), lo[i]);
+      hi[i] = _mm512_fmadd_pd(x3, hi_pd(fb), hi[i]);
+    }
+  }
+  for (int i = 0; i < NW; ++i) y[n + i] = finish(lo[i], hi[i], rb);
+}
+
+void gemv_fp8(const LinearWeight& w, const double* x, float* y, bool rb, int64_t nb, int64_t ne, double* xs) {
+  const int64_t blocks = w.in / 128;
+  for (int64_t b0 = nb; b0 < ne;) {
+    const int64_t band = b0 / 128, b1 = std::min(ne, (band + 1) * 128);
+    const uint8_t* s = w.scale + band * blocks;
+    bool tame = true;
+    for (int64_t c = 0; c < blocks; ++c) tame = tame && s[c] <= 246;
+    if (!tame) {
+      gemv<Fp8Row>(w, x, y, rb, b0, b1);
+    } else {
+      for (int64_t c = 0; c < blocks; ++c) {
+        const __m512d sc = _mm512_set1_pd(double(e8m0_to_f32(s[c])) * 256.0);
+        for (int64_t k = c * 128; k < c * 128 + 128; k += 8)
+          _mm512_store_pd(xs + k, _mm512_mul_pd(_mm512_loadu_pd(x + k), sc));
+      }
+      int64_t n = b0;
+      for (; n + 4 <= b1; n += 4) gemv_fp8_rows<4>(w, xs, y, rb, n);
+      for (; n < b1; ++n) gemv_fp8_rows<1>(w, xs, y, rb, n);
+    }
+    b0 = b1;
+  }
+}
+
 // Several activation rows: the weights are decoded once per kPanelRows rows × kPanelBlock
 // columns (linear.h) into an fp64 panel (12 KB, L1-resident) that every activation row then
 // passes over; accumulators live in registers within a block and in `acc` between blocks (a
@@ -302,7 +366,11 @@ inline int64_t row_block(int64_t in, int64_t rows) {
 
 template <class Row>
 void run(const LinearWeight& w, const double* x, int64_t rows, float* y, bool rb, int64_t nb, int64_t ne, double* panel) {
-  if (rows == 1) return gemv<Row>(w, x, y, rb, nb, ne);
+  if (rows == 1) {
+    if constexpr (std::is_same_v<Row, Fp8Row>)
+      if (w.in % 128 == 0) return gemv_fp8(w, x, y, rb, nb, ne, panel);
+    return gemv<Row>(w, x, y, rb, nb, ne);
+  }
   const int64_t step = row_block(w.in, rows);
   for (int64_t r0 = 0; r0 < rows; r0 += step)  // each output's dot is the same whatever the split
     gemm<Row>(w, x + r0 * w.in, std::min(step, rows - r0), y + r0 * w.out, rb, nb, ne, panel);
