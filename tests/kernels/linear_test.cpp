@@ -281,28 +281,33 @@ TEST(Linear, LaneSumsFoldInTheCanonicalTree) {
   if (detected_isa() != Isa::avx512 || active_isa() != Isa::avx512) GTEST_SKIP() << "AVX-512 not active";
   std::mt19937 rng(5);
   const float values[] = {0x1p52f, -0x1p52f, 0x1p26f, -0x1p26f, 1.0f, -1.0f, 0x1p-20f, -0x1p-20f, 0.0f};
-  const int64_t out = 203, in = 16;
-  std::vector<float> wv(size_t(out * in));
-  for (auto& v : wv) v = values[rng() % 9];
-  const LinearWeight w{WeightFormat::f32, wv.data(), nullptr, out, in};
-  int told_apart = 0;
-  for (int64_t rows : {1, 2, 17}) {
-    std::vector<float> x(size_t(rows * in)), y(size_t(rows * out));
-    for (auto& v : x) v = (rng() & 1) ? 1.0f : -1.0f;  // products stay exact
-    linear(w, x.data(), rows, y.data(), false);
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t n = 0; n < out; ++n) {
-        const float ref = dot(x.data() + r * in, wv.data() + n * in, in);
-        double seq = 0.0;
-        for (int64_t k = 0; k < in; ++k) seq += double(x[size_t(r * in + k)]) * double(wv[size_t(n * in + k)]);
-        told_apart += float(seq) != ref;
-        ASSERT_EQ(std::bit_cast<uint32_t>(y[size_t(r * out + n)]), std::bit_cast<uint32_t>(ref))
-            << "rows " << rows << " row " << r << " out " << n;
-      }
+  const int64_t out = 203;
+  // f32 over one 16-column step; bf16 over two and four 32-column steps (its one-row kernel
+  // keeps the lanes permuted and must put them back before the fold)
+  for (const auto& [format, in] : {std::pair{WeightFormat::f32, int64_t(16)}, std::pair{WeightFormat::bf16, int64_t(64)},
+                                  std::pair{WeightFormat::bf16, int64_t(128)}}) {
+    std::vector<float> wv(size_t(out * in));
+    std::vector<uint16_t> wb(wv.size());
+    for (size_t i = 0; i < wv.size(); ++i) wv[i] = values[rng() % 9], wb[i] = f32_to_bf16(wv[i]);
+    const LinearWeight w{format, format == WeightFormat::f32 ? static_cast<const void*>(wv.data()) : wb.data(), nullptr, out, in};
+    int told_apart = 0;
+    for (int64_t rows : {1, 2, 17}) {
+      std::vector<float> x(size_t(rows * in)), y(size_t(rows * out));
+      for (auto& v : x) v = (rng() & 1) ? 1.0f : -1.0f;  // products stay exact
+      linear(w, x.data(), rows, y.data(), false);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t n = 0; n < out; ++n) {
+          const float ref = dot(x.data() + r * in, wv.data() + n * in, in);
+          double seq = 0.0;
+          for (int64_t k = 0; k < in; ++k) seq += double(x[size_t(r * in + k)]) * double(wv[size_t(n * in + k)]);
+          told_apart += float(seq) != ref;
+          ASSERT_EQ(std::bit_cast<uint32_t>(y[size_t(r * out + n)]), std::bit_cast<uint32_t>(ref))
+              << "format " << int(format) << " in " << in << " rows " << rows << " row " << r << " out " << n;
+        }
+    }
+    EXPECT_GT(told_apart, 50) << "the data no longer tells fold trees apart";
   }
-  EXPECT_GT(told_apart, 50) << "the data no longer tells fold trees apart";
 }
-
 
 // The panel kernels take the outputs in groups of 6 weight rows and the activation rows in
 // passes of at most ~1 MB of fp64 x (row_block in linear_avx512.cpp): every range length of
