@@ -36,9 +36,11 @@ inline __m512d hi_pd(__m512 v) {
 // Branch-free inside a block, so the 4 rows' decoders and accumulators stay in registers.
 struct F32Row {
   static constexpr int kBlock = 64;
+  static constexpr int64_t kBlockBytes = 256;  // of one weight row
   const float* p = nullptr;
   F32Row() = default;
   F32Row(const LinearWeight& w, int64_t r) : p(static_cast<const float*>(w.data) + r * w.in) {}
+  const void* at(int64_t k) const { return p + k; }
   void begin(int64_t) {}
   void get(int64_t k, int, __m512d& lo, __m512d& hi) {
     lo = _mm512_cvtps_pd(_mm256_loadu_ps(p + k));
@@ -48,9 +50,11 @@ struct F32Row {
 
 struct Bf16Row {
   static constexpr int kBlock = 64;
+  static constexpr int64_t kBlockBytes = 128;
   const uint16_t* p = nullptr;
   Bf16Row() = default;
   Bf16Row(const LinearWeight& w, int64_t r) : p(static_cast<const uint16_t*>(w.data) + r * w.in) {}
+  const void* at(int64_t k) const { return p + k; }
   void begin(int64_t) {}
   void get(int64_t k, int, __m512d& lo, __m512d& hi) {
     const __m512i v = _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + k))), 16);
@@ -62,12 +66,14 @@ struct Bf16Row {
 
 struct Fp8Row {
   static constexpr int kBlock = 128;
+  static constexpr int64_t kBlockBytes = 128;
   const uint8_t* p = nullptr;
   const uint8_t* s = nullptr;
   __m512 sc = _mm512_setzero_ps();
   Fp8Row() = default;
   Fp8Row(const LinearWeight& w, int64_t r)
       : p(static_cast<const uint8_t*>(w.data) + r * w.in), s(w.scale + (r / 128) * ((w.in + 127) / 128)) {}
+  const void* at(int64_t k) const { return p + k; }
   void begin(int64_t kb) { sc = _mm512_set1_ps(e8m0_to_f32(s[kb / 128])); }
   void get(int64_t k, int, __m512d& lo, __m512d& hi) {
     // e4m3 bits moved into f16 position are the value times 2^-8 (subnormals included)
@@ -99,12 +105,14 @@ const E2m1Table kE2m1;
 // scaled values. Per 16 weights: 2 broadcasts, 2 shifts, 2 permutes.
 struct Fp4Row {
   static constexpr int kBlock = 32;
+  static constexpr int64_t kBlockBytes = 16;  // a prefetch per block reaches each line 4 times
   const uint8_t* p = nullptr;
   const uint8_t* s = nullptr;
   __m512d lut_lo = _mm512_setzero_pd(), lut_hi = _mm512_setzero_pd();  // e2m1 codes 0-7, 8-15, scaled
   Fp4Row() = default;
   Fp4Row(const LinearWeight& w, int64_t r)
       : p(static_cast<const uint8_t*>(w.data) + r * (w.in / 2)), s(w.scale + r * (w.in / 32)) {}
+  const void* at(int64_t k) const { return p + k / 2; }
   void begin(int64_t kb) {
     const uint8_t e = s[kb / 32];
     if (e < 253) {  // e2m1 · scale is exact in fp64 and (below 2^126) in fp32: scale in fp64
@@ -159,6 +167,16 @@ inline void fold8(const double* acc, float* out) {
   _mm256_storeu_ps(out, _mm512_maskz_cvtpd_ps(0xFF, r));
 }
 
+// A GEMV reads each weight once, as NW (4) streams per thread; the hardware prefetcher alone
+// left the bf16 head at ~31 GB/s of the machine's ~46. Software prefetches 1 KB ahead of each
+// stream, one per cache line: the head 34.8 -> 27.6 ms (median of 6 alternating runs, flash-2l's
+// 129280 x 4096 bf16 from its mapping).
+constexpr int64_t kPrefetchBytes = 1024;
+inline void prefetch_ahead(const void* p, int64_t bytes) {
+  for (int64_t off = 0; off < bytes; off += 64)
+    _mm_prefetch(static_cast<const char*>(p) + kPrefetchBytes + off, _MM_HINT_T0);
+}
+
 // One activation row: NW weight rows advance together.
 template <class Row, int NW>
 void gemv_block(const LinearWeight& w, const double* x, float* y, bool rb, int64_t n) {
@@ -170,7 +188,10 @@ void gemv_block(const LinearWeight& w, const double* x, float* y, bool rb, int64
     hi[i] = _mm512_setzero_pd();
   }
   for (int64_t kb = 0; kb < w.in; kb += Row::kBlock) {
-    for (int i = 0; i < NW; ++i) row[i].begin(kb);
+    for (int i = 0; i < NW; ++i) {
+      row[i].begin(kb);
+      prefetch_ahead(row[i].at(kb), Row::kBlockBytes);
+    }
 #pragma GCC unroll 8
     for (int j = 0; j < Row::kBlock / 16; ++j) {
       const int64_t k = kb + 16 * j;
@@ -220,6 +241,7 @@ void gemv_fp8_rows(const LinearWeight& w, const double* xs, float* y, bool rb, i
     const __m512d x2 = _mm512_loadu_pd(xs + k + 16), x3 = _mm512_loadu_pd(xs + k + 24);
 #pragma GCC unroll 4
     for (int i = 0; i < NW; ++i) {
+      if (k % 64 == 0) prefetch_ahead(p[i] + k, 64);
       const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p[i] + k));
       const __m256i a = _mm256_and_si256(_mm256_srai_epi16(_mm256_unpacklo_epi8(zero, v), 1), keep);
       const __m256i b = _mm256_and_si256(_mm256_srai_epi16(_mm256_unpackhi_epi8(zero, v), 1), keep);
