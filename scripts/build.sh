@@ -9,8 +9,18 @@ case "$kind" in
   sanitize) flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRATA_SANITIZE=ON -DSTRATA_BENCH=OFF) ;;
   *) echo "unknown build kind '$kind' (release|sanitize)" >&2; exit 2 ;;
 esac
+# ccache, where installed (scripts/setup.sh installs it): a build of sources compiled before,
+# in any checkout of the project on this machine, takes the objects from the cache. Paths are
+# made relative to the checkout (CCACHE_BASEDIR) and the build directory is left out of the
+# hash (CCACHE_NOHASHDIR), so a fresh clone elsewhere hits the same entries.
+launcher=()
+if command -v ccache >/dev/null 2>&1; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
+  export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-8G}"
+fi
 dir="build/$kind"
 if [ ! -f "$dir/build.ninja" ]; then
-  cmake -S . -B "$dir" -G Ninja "${flags[@]}" >/dev/null
+  cmake -S . -B "$dir" -G Ninja "${flags[@]}" "${launcher[@]}" >/dev/null
 fi
 ninja -C "$dir" "$@"

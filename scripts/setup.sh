@@ -4,7 +4,7 @@
 set -euo pipefail
 
 pkgs=(
-  g++ cmake ninja-build pkg-config make git ca-certificates
+  g++ cmake ninja-build pkg-config make git ca-certificates ccache
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcpp-httplib-dev libpcre2-dev libcli11-dev
 )

@@ -41,7 +41,7 @@ TEST(ServerEndToEnd, OpenAIClientAgainstStrataServe) {
   auto made = run_strata("make-model --preset flash-tiny --seed 0 --out " + shell_quote(model));
   ASSERT_EQ(made.code, 0) << made.err;
   auto [code, out] = run_shell("cd " + shell_quote(src + "/tests/server") + " && STRATA_BINARY=" +
-                               shell_quote(STRATA_BINARY) + " STRATA_MODEL_DIR=" + shell_quote(model) +
+                               shell_quote(std::filesystem::absolute(STRATA_BINARY).string()) + " STRATA_MODEL_DIR=" + shell_quote(model) +
                                " timeout 600 node --test e2e.test.mjs");
   std::filesystem::remove_all(dir);
   EXPECT_EQ(code, 0) << out;
