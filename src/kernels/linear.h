@@ -21,8 +21,16 @@ struct LinearWeight {
   const void* data = nullptr;
   const uint8_t* scale = nullptr;  // e8m0 block scales for fp8 / fp4
   int64_t out = 0, in = 0;
+  // fp8 / fp4: quantize the activation to FP8 first (the reference's act_quant before its FP8
+  // GEMMs); false: use it as given (wo_a, whose einsum the reference runs on the dequantized
+  // weight and the unquantized activation)
+  bool act_quant = true;
   bool empty() const { return data == nullptr; }
 };
+
+// Rows [r0, r0 + n) of w as a weight of their own (data and scales offset). FP8 scale blocks
+// span 128 rows, so an FP8 slice must start on a multiple of 128 (Error otherwise).
+LinearWeight weight_rows(const LinearWeight& w, int64_t r0, int64_t n);
 
 // Dequantizes weight row r into dst[0..in) (fp32, exact): the scalar reference, and the
 // per-ISA versions (AVX-512 for fp8/fp4; bit-identical except e4m3 NaN codes).

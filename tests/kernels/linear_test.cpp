@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "core/error.h"
 #include "core/numfmt.h"
 #include "kernels/aligned_buffer.h"
 #include "kernels/dot.h"
@@ -107,6 +108,61 @@ TEST(Linear, DequantizesFp8BlocksAndFp4Nibbles) {
   dequant_row(l4, 0, r4.data());
   EXPECT_EQ(r4[0], -12.0f);
   EXPECT_EQ(r4[1], 2.0f);
+}
+
+// act_quant = false (wo_a): the activation enters as given, not FP8-quantized; each output is
+// the canonical dot of the raw activation and the dequantized row, on every path (one and
+// several activation rows, any ISA).
+TEST(Linear, Fp8WithUnquantizedActivationUsesItAsGiven) {
+  Mats m = make(4);
+  LinearWeight w{WeightFormat::fp8, m.fp8.data(), m.fp8_scale.data(), m.out, m.in};
+  w.act_quant = false;
+  std::vector<float> row(static_cast<size_t>(m.in));
+  for (int64_t rows : {1, 3}) {
+    auto x = input(rows, m.in, 12);
+    for (auto& v : x) v *= 1.0f + 0x1p-12f;  // bits FP8 quantization would drop
+    std::vector<float> y(size_t(rows * m.out)), yq(y.size());
+    linear(w, x.data(), rows, y.data(), true);
+    LinearWeight wq = w;
+    wq.act_quant = true;
+    linear(wq, x.data(), rows, yq.data(), true);
+    int differ = 0;
+    for (int64_t n = 0; n < m.out; ++n) {
+      dequant_row(w, n, row.data());
+      for (int64_t r = 0; r < rows; ++r) {
+        const float ref = round_bf16(dot(x.data() + r * m.in, row.data(), m.in));
+        ASSERT_EQ(std::bit_cast<uint32_t>(y[size_t(r * m.out + n)]), std::bit_cast<uint32_t>(ref)) << rows << " " << n;
+        differ += y[size_t(r * m.out + n)] != yq[size_t(r * m.out + n)];
+      }
+    }
+    EXPECT_GT(differ, 0) << "quantizing the activation should change some outputs";
+  }
+}
+
+// weight_rows: a slice's product is the same rows of the whole product, in every format; an
+// FP8 slice off a 128-row scale block is refused.
+TEST(Linear, WeightRowsSliceDataAndScales) {
+  Mats m = make(6);
+  const std::vector<LinearWeight> ws = {{WeightFormat::fp8, m.fp8.data(), m.fp8_scale.data(), m.out, m.in},
+                                        {WeightFormat::fp4, m.fp4.data(), m.fp4_scale.data(), m.out, m.in},
+                                        {WeightFormat::bf16, m.bf16.data(), nullptr, m.out, m.in},
+                                        {WeightFormat::f32, m.f32.data(), nullptr, m.out, m.in}};
+  auto x = input(2, m.in, 13);
+  for (const auto& w : ws) {
+    std::vector<float> all(size_t(2 * m.out));
+    linear(w, x.data(), 2, all.data(), false);
+    const int64_t r0 = w.format == WeightFormat::fp8 ? 128 : 37, n = m.out - r0 - 5;
+    const LinearWeight s = weight_rows(w, r0, n);
+    EXPECT_EQ(s.out, n);
+    std::vector<float> part(size_t(2 * n));
+    linear(s, x.data(), 2, part.data(), false);
+    for (int64_t r = 0; r < 2; ++r)
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(std::bit_cast<uint32_t>(part[size_t(r * n + i)]), std::bit_cast<uint32_t>(all[size_t(r * m.out + r0 + i)]))
+            << "format " << int(w.format) << " row " << i;
+  }
+  EXPECT_THROW(weight_rows(ws[0], 64, 10), Error);
+  EXPECT_THROW(weight_rows(ws[2], 190, 20), Error);
 }
 
 TEST(Linear, BitwiseIndependentOfThreadsAndBatch) {

@@ -431,7 +431,9 @@ void indexer_golden(IndexKeyFormat key_format) {
 TEST(Dsv4Golden, IndexerScoresAndTopKWithFp8Keys) { indexer_golden(IndexKeyFormat::fp8); }
 TEST(Dsv4Golden, IndexerScoresAndTopKWithFp4Keys) { indexer_golden(IndexKeyFormat::fp4); }
 
-TEST(Dsv4Golden, AttentionCsaLayerPrefillAndDecode) {
+// wo_a as the forward pass reads it (its FP8 bytes, the activation unquantized) and as the
+// reference keeps it (dequantized to bf16): the same weight, so both give the golden's bits.
+void attention_csa_golden(bool wo_a_bf16_copy) {
   Golden g("attention_csa");
   LOAD_OR_SKIP(g);
   const auto& p = g.meta["params"];
@@ -459,14 +461,16 @@ TEST(Dsv4Golden, AttentionCsaLayerPrefillAndDecode) {
   w.wkv = g.fp8("wkv");
   w.kv_norm = g.bf16("kv_norm.weight");
   w.wo_b = g.fp8("wo_b");
-  LinearWeight woa = g.fp8("wo_a");
-  w.wo_a_out = woa.out;
-  w.wo_a_in = woa.in;
-  w.wo_a.resize(size_t(woa.out * woa.in));
-  std::vector<float> row(size_t(woa.in));
-  for (int64_t r = 0; r < woa.out; ++r) {
-    kernels::dequant_row(woa, r, row.data());
-    for (int64_t k = 0; k < woa.in; ++k) w.wo_a[size_t(r * woa.in + k)] = f32_to_bf16(row[size_t(k)]);
+  w.wo_a = g.fp8("wo_a");
+  w.wo_a.act_quant = false;
+  EXPECT_TRUE(wo_a_fp8_is_exact(w.wo_a, s.o_lora_rank));
+  if (wo_a_bf16_copy) {
+    w.wo_a_bf16.resize(size_t(w.wo_a.out * w.wo_a.in));
+    std::vector<float> row(size_t(w.wo_a.in));
+    for (int64_t r = 0; r < w.wo_a.out; ++r) {
+      kernels::dequant_row(w.wo_a, r, row.data());
+      for (int64_t k = 0; k < w.wo_a.in; ++k) w.wo_a_bf16[size_t(r * w.wo_a.in + k)] = f32_to_bf16(row[size_t(k)]);
+    }
   }
   w.compressor = {g.plain("compressor.wkv.weight"), g.plain("compressor.wgate.weight"), g.f32p("compressor.ape"),
                   g.bf16("compressor.norm.weight")};
@@ -486,6 +490,9 @@ TEST(Dsv4Golden, AttentionCsaLayerPrefillAndDecode) {
   // measured: bit-exact (prefill 0/1792, decode 0/512)
   for (const Diff& d : {d1, d2}) EXPECT_EQ(d.mismatches, 0);
 }
+
+TEST(Dsv4Golden, AttentionCsaLayerPrefillAndDecode) { attention_csa_golden(false); }
+TEST(Dsv4Golden, AttentionCsaLayerWithBf16WoACopy) { attention_csa_golden(true); }
 
 }  // namespace
 }  // namespace strata::dsv4

@@ -61,12 +61,33 @@ void dequant_row(const LinearWeight& w, int64_t r, float* dst) {
   }
 }
 
+LinearWeight weight_rows(const LinearWeight& w, int64_t r0, int64_t n) {
+  if (r0 < 0 || n < 0 || r0 + n > w.out) throw Error("weight_rows: rows out of range");
+  LinearWeight s = w;
+  s.out = n;
+  const auto* d = static_cast<const uint8_t*>(w.data);
+  switch (w.format) {
+    case WeightFormat::f32: s.data = d + r0 * w.in * 4; break;
+    case WeightFormat::bf16: s.data = d + r0 * w.in * 2; break;
+    case WeightFormat::fp8:
+      if (r0 % 128 != 0) throw Error("weight_rows: an FP8 slice must start on a 128-row scale block");
+      s.data = d + r0 * w.in;
+      s.scale = w.scale + (r0 / 128) * ((w.in + 127) / 128);
+      break;
+    case WeightFormat::fp4:
+      s.data = d + r0 * (w.in / 2);
+      s.scale = w.scale + r0 * (w.in / 32);
+      break;
+  }
+  return s;
+}
+
 DequantFn dequant_fn(Isa isa) { return isa == Isa::avx512 ? avx512::dequant_row : dequant_row; }
 
 void linear(const LinearWeight& w, const float* x, int64_t rows, float* y, bool rb) {
   if (w.empty()) throw Error("linear: weight is missing");
   const int64_t in = w.in, out = w.out;
-  const bool quantized = w.format == WeightFormat::fp8 || w.format == WeightFormat::fp4;
+  const bool quantized = (w.format == WeightFormat::fp8 || w.format == WeightFormat::fp4) && w.act_quant;
   std::vector<float> xq;
   if (quantized) {
     xq.resize(size_t(rows * in));

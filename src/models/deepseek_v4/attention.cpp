@@ -151,9 +151,7 @@ void attention_forward(const AttentionWeights& w, const AttentionSpec& s, const 
   vector<float> og(size_t(rows * G * ol));
   vector<float> xg(size_t(rows * gin)), yg(size_t(rows * ol));
   for (int64_t g = 0; g < G; ++g) {
-    kernels::LinearWeight wg = w.wo_a_view();
-    wg.data = w.wo_a.data() + g * ol * gin;
-    wg.out = ol;
+    const kernels::LinearWeight wg = kernels::weight_rows(w.wo_a_view(), g * ol, ol);
     for (int64_t r = 0; r < rows; ++r)
       std::copy_n(o.data() + r * H * hd + g * gin, gin, xg.data() + r * gin);
     kernels::linear(wg, xg.data(), rows, yg.data(), true);

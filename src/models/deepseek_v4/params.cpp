@@ -42,8 +42,7 @@ DecodeTraffic decode_traffic(const Config& c, int64_t context) {
     double bytes = double(dtype_size(e.dtype));
     for (auto d : e.shape) bytes *= double(d);
     if (e.name == "embed.weight") bytes = double(c.hidden_size) * 2;  // one row
-    if (e.name.find("attn.wo_a.") != std::string::npos)
-      bytes = e.storage == Storage::scale ? 0 : double(e.logical_params) * 2;  // kept as bf16
+
     if (e.component == Component::routed_expert) t.routed_experts += bytes * share;
     else t.weights += bytes;
   }

@@ -75,15 +75,17 @@ LayerWeights bind_layer(const Binder& b, const SafetensorsCheckpoint& ck, const 
   a.wkv = b.fp8(ap + "wkv", hd, d);
   a.kv_norm = b.bf16(ap + "kv_norm.weight", {hd});
   a.wo_b = b.fp8(ap + "wo_b", d, G * ol);
-  LinearWeight woa = b.fp8(ap + "wo_a", G * ol, H * hd / G);
-  a.wo_a.resize(size_t(woa.out * woa.in));
-  std::vector<float> row(static_cast<size_t>(woa.in));
-  for (int64_t r = 0; r < woa.out; ++r) {
-    kernels::dequant_row(woa, r, row.data());
-    for (int64_t k = 0; k < woa.in; ++k) a.wo_a[size_t(r * woa.in + k)] = f32_to_bf16(row[size_t(k)]);
+  a.wo_a = b.fp8(ap + "wo_a", G * ol, H * hd / G);
+  a.wo_a.act_quant = false;
+  if (!wo_a_fp8_is_exact(a.wo_a, ol)) {
+    const LinearWeight& woa = a.wo_a;
+    a.wo_a_bf16.resize(size_t(woa.out * woa.in));
+    std::vector<float> row(static_cast<size_t>(woa.in));
+    for (int64_t r = 0; r < woa.out; ++r) {
+      kernels::dequant_row(woa, r, row.data());
+      for (int64_t k = 0; k < woa.in; ++k) a.wo_a_bf16[size_t(r * woa.in + k)] = f32_to_bf16(row[size_t(k)]);
+    }
   }
-  a.wo_a_out = woa.out;
-  a.wo_a_in = woa.in;
   const int64_t ratio = c.compress_ratio(L);
   if (ratio > 0) a.compressor = b.compressor(ap + "compressor.", ratio, hd, d);
   if (ratio == 4) {
@@ -144,6 +146,17 @@ ModelWeights bind_weights(const Config& c, const SafetensorsCheckpoint& ck) {
     m.mtp.push_back(std::move(t));
   }
   return m;
+}
+
+bool wo_a_fp8_is_exact(const LinearWeight& wo_a, int64_t group_rows) {
+  if (wo_a.format != kernels::WeightFormat::fp8 || group_rows % 128 != 0) return false;
+  const int64_t scales = ((wo_a.out + 127) / 128) * ((wo_a.in + 127) / 128);
+  for (int64_t i = 0; i < scales; ++i)
+    if (wo_a.scale[i] < 3 || wo_a.scale[i] == 255) return false;
+  const auto* q = static_cast<const uint8_t*>(wo_a.data);
+  for (int64_t i = 0; i < wo_a.out * wo_a.in; ++i)
+    if ((q[i] & 0x7F) == 0x7F) return false;
+  return true;
 }
 
 }  // namespace strata::dsv4

@@ -1,6 +1,7 @@
-// DeepSeek-V4 weights as views into the memory-mapped checkpoint: nothing is copied except
-// wo_a, which the reference dequantizes from FP8 to bf16 at load (its grouped einsum runs in
-// bf16), so strata does the same once per layer instead of per token.
+// DeepSeek-V4 weights as views into the memory-mapped checkpoint. The reference dequantizes
+// wo_a from FP8 to bf16 at load (its grouped einsum runs in bf16); strata reads the FP8 bytes
+// as they are, which is the same weight wherever e4m3 × scale is exact in bf16, and keeps a
+// bf16 copy only for a checkpoint where it is not (wo_a_fp8_is_exact).
 #pragma once
 #include <cstdint>
 #include <list>
@@ -35,10 +36,14 @@ struct AttentionWeights {
   LinearWeight wq_a, wq_b, wkv, wo_b;
   const uint16_t* q_norm = nullptr;
   const uint16_t* kv_norm = nullptr;
-  HugeBuffer<uint16_t> wo_a;         // bf16 [G·ol, H·hd/G], dequantized at load (huge pages: few faults)
-  int64_t wo_a_out = 0, wo_a_in = 0;
-  // A view of wo_a, made on demand so that copies and moves of this struct stay valid.
-  LinearWeight wo_a_view() const { return {kernels::WeightFormat::bf16, wo_a.data(), nullptr, wo_a_out, wo_a_in}; }
+  LinearWeight wo_a;                 // fp8 [G·ol, H·hd/G], activation used as given
+  HugeBuffer<uint16_t> wo_a_bf16;    // the reference's bf16 copy, only where fp8 is not exact
+  // wo_a as the forward pass multiplies it: a view made on demand, so that copies and moves of
+  // this struct stay valid.
+  LinearWeight wo_a_view() const {
+    if (wo_a_bf16.size() == 0) return wo_a;
+    return {kernels::WeightFormat::bf16, wo_a_bf16.data(), nullptr, wo_a.out, wo_a.in};
+  }
   CompressorWeights compressor;      // ratio > 0
   IndexerWeights indexer;            // ratio 4
 };
@@ -97,7 +102,14 @@ struct ModelWeights {
 };
 
 // Binds every tensor of the checkpoint (which must match the config: see tensors.h's check),
-// main layers and the MTP blocks present, and dequantizes wo_a.
+// main layers and the MTP blocks present (wo_a dequantized to bf16 where wo_a_fp8_is_exact is
+// false).
 ModelWeights bind_weights(const Config& c, const SafetensorsCheckpoint& ckpt);
+
+// Whether multiplying wo_a's FP8 bytes (each product e4m3 × scale, exact in fp32) gives the
+// reference's bf16 weight: e4m3 × scale is exact in bf16 for scales of 2^-124 and up (bf16's
+// subnormals end at 2^-133, e4m3's at 2^-9), NaN scales and e4m3 NaN codes (decoded apart by
+// the SIMD kernels) excluded; and the groups' row slices must start on 128-row scale blocks.
+bool wo_a_fp8_is_exact(const LinearWeight& wo_a, int64_t group_rows);
 
 }  // namespace strata::dsv4
