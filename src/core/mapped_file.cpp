@@ -96,7 +96,7 @@ void MappedFile::populate(size_t offset, size_t length) const {
   if (::madvise(p + start, end - start, MADV_POPULATE_READ) == 0) return;
 #endif
   // Kernels before 5.14: read ahead, then touch one byte per page.
-  ::madvise(p + start, end - start, MADV_WILLNEED);
+  prefetch(start, end - start);
   volatile uint8_t sink = 0;
   uint8_t acc = 0;
   for (size_t i = start; i < end; i += page) acc ^= data_[i];

@@ -464,14 +464,7 @@ void attention_csa_golden(bool wo_a_bf16_copy) {
   w.wo_a = g.fp8("wo_a");
   w.wo_a.act_quant = false;
   EXPECT_TRUE(wo_a_fp8_is_exact(w.wo_a, s.o_lora_rank));
-  if (wo_a_bf16_copy) {
-    w.wo_a_bf16.resize(size_t(w.wo_a.out * w.wo_a.in));
-    std::vector<float> row(size_t(w.wo_a.in));
-    for (int64_t r = 0; r < w.wo_a.out; ++r) {
-      kernels::dequant_row(w.wo_a, r, row.data());
-      for (int64_t k = 0; k < w.wo_a.in; ++k) w.wo_a_bf16[size_t(r * w.wo_a.in + k)] = f32_to_bf16(row[size_t(k)]);
-    }
-  }
+  if (wo_a_bf16_copy) w.wo_a_bf16 = bf16_copy(w.wo_a);
   w.compressor = {g.plain("compressor.wkv.weight"), g.plain("compressor.wgate.weight"), g.f32p("compressor.ape"),
                   g.bf16("compressor.norm.weight")};
   w.indexer.wq_b = g.fp8("indexer.wq_b");

@@ -42,7 +42,6 @@ DecodeTraffic decode_traffic(const Config& c, int64_t context) {
     double bytes = double(dtype_size(e.dtype));
     for (auto d : e.shape) bytes *= double(d);
     if (e.name == "embed.weight") bytes = double(c.hidden_size) * 2;  // one row
-
     if (e.component == Component::routed_expert) t.routed_experts += bytes * share;
     else t.weights += bytes;
   }

@@ -77,15 +77,7 @@ LayerWeights bind_layer(const Binder& b, const SafetensorsCheckpoint& ck, const 
   a.wo_b = b.fp8(ap + "wo_b", d, G * ol);
   a.wo_a = b.fp8(ap + "wo_a", G * ol, H * hd / G);
   a.wo_a.act_quant = false;
-  if (!wo_a_fp8_is_exact(a.wo_a, ol)) {
-    const LinearWeight& woa = a.wo_a;
-    a.wo_a_bf16.resize(size_t(woa.out * woa.in));
-    std::vector<float> row(static_cast<size_t>(woa.in));
-    for (int64_t r = 0; r < woa.out; ++r) {
-      kernels::dequant_row(woa, r, row.data());
-      for (int64_t k = 0; k < woa.in; ++k) a.wo_a_bf16[size_t(r * woa.in + k)] = f32_to_bf16(row[size_t(k)]);
-    }
-  }
+  if (!wo_a_fp8_is_exact(a.wo_a, ol)) a.wo_a_bf16 = bf16_copy(a.wo_a);
   const int64_t ratio = c.compress_ratio(L);
   if (ratio > 0) a.compressor = b.compressor(ap + "compressor.", ratio, hd, d);
   if (ratio == 4) {
@@ -146,6 +138,16 @@ ModelWeights bind_weights(const Config& c, const SafetensorsCheckpoint& ck) {
     m.mtp.push_back(std::move(t));
   }
   return m;
+}
+
+HugeBuffer<uint16_t> bf16_copy(const LinearWeight& w) {
+  HugeBuffer<uint16_t> out(size_t(w.out * w.in));
+  std::vector<float> row(static_cast<size_t>(w.in));
+  for (int64_t r = 0; r < w.out; ++r) {
+    kernels::dequant_row(w, r, row.data());
+    for (int64_t k = 0; k < w.in; ++k) out[size_t(r * w.in + k)] = f32_to_bf16(row[size_t(k)]);
+  }
+  return out;
 }
 
 bool wo_a_fp8_is_exact(const LinearWeight& wo_a, int64_t group_rows) {

@@ -112,4 +112,7 @@ ModelWeights bind_weights(const Config& c, const SafetensorsCheckpoint& ckpt);
 // the SIMD kernels) excluded; and the groups' row slices must start on 128-row scale blocks.
 bool wo_a_fp8_is_exact(const LinearWeight& wo_a, int64_t group_rows);
 
+// The weight dequantized to bf16 (the reference's copy of wo_a), in huge-page memory.
+HugeBuffer<uint16_t> bf16_copy(const LinearWeight& w);
+
 }  // namespace strata::dsv4
