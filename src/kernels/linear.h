@@ -46,7 +46,8 @@ namespace avx512 {
 bool linear_supported(const LinearWeight& w);
 // The panel's shape (weight rows × columns), here so that the scratch size and the kernel
 // cannot disagree: the panel, then 16 fp64 lane sums per (activation row, panel row); for one
-// activation row, the row scaled by an FP8 weight band's block scales.
+// activation row, the row scaled by an FP8 weight band's block scales, or the FP4 integer
+// route's byte slices (fp4_int_scratch_bytes(in) <= 8 · in).
 inline constexpr int kPanelRows = 6;
 inline constexpr int64_t kPanelBlock = 256;
 inline int64_t linear_panel_doubles(int64_t in, int64_t rows) {

@@ -20,6 +20,7 @@
 #include <type_traits>
 
 #include "core/numfmt.h"
+#include "kernels/avx512/fp4_int.h"
 #include "kernels/dot.h"
 #include "kernels/linear.h"
 
@@ -278,6 +279,15 @@ void gemv_fp8(const LinearWeight& w, const double* x, float* y, bool rb, int64_t
   }
 }
 
+// FP4 with one activation row: the exact integer route (fp4_int.h) for every row that meets
+// its condition, the fp64 decoder for the rest (and for an activation not FP8-quantized).
+void gemv_fp4(const LinearWeight& w, const double* x, float* y, bool rb, int64_t nb, int64_t ne, double* scratch) {
+  Fp4IntActivation a;
+  if (!fp4_int_supported(w) || !fp4_int_prepare(x, w.in, scratch, a)) return gemv<Fp4Row>(w, x, y, rb, nb, ne);
+  for (int64_t n = nb; n < ne; ++n)
+    if (!fp4_int_row(w, a, n, y, rb)) gemv_block<Fp4Row, 1>(w, x, y, rb, n);
+}
+
 // Several activation rows: the weights are decoded once per kPanelRows rows × kPanelBlock
 // columns (linear.h) into an fp64 panel (12 KB, L1-resident) that every activation row then
 // passes over; accumulators live in registers within a block and in `acc` between blocks (a
@@ -391,6 +401,7 @@ void run(const LinearWeight& w, const double* x, int64_t rows, float* y, bool rb
   if (rows == 1) {
     if constexpr (std::is_same_v<Row, Fp8Row>)
       if (w.in % 128 == 0) return gemv_fp8(w, x, y, rb, nb, ne, panel);
+    if constexpr (std::is_same_v<Row, Fp4Row>) return gemv_fp4(w, x, y, rb, nb, ne, panel);
     return gemv<Row>(w, x, y, rb, nb, ne);
   }
   const int64_t step = row_block(w.in, rows);

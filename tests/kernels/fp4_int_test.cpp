@@ -1,0 +1,195 @@
+// The exact integer route for FP4 GEMVs (kernels/avx512/fp4_int.h): wherever it takes a row it
+// must give the canonical dot's bits, and it must refuse every row whose canonical dot can round
+// (then linear() gives the reference's bits through the fp64 decoder).
+#include "kernels/avx512/fp4_int.h"
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "core/cpu.h"
+#include "core/numfmt.h"
+#include "kernels/aligned_buffer.h"
+#include "kernels/dot.h"
+#include "kernels/linear.h"
+#include "kernels/quant.h"
+
+namespace strata::kernels {
+namespace {
+
+bool route_available(int64_t in) {
+  LinearWeight w{WeightFormat::fp4, nullptr, nullptr, 1, in};
+  return detected_isa() == Isa::avx512 && active_isa() == Isa::avx512 && avx512::fp4_int_supported(w);
+}
+
+struct Fp4Matrix {
+  int64_t out, in;
+  std::vector<uint8_t> codes, scales;
+  LinearWeight weight() const { return {WeightFormat::fp4, codes.data(), scales.data(), out, in}; }
+};
+
+Fp4Matrix random_matrix(int64_t out, int64_t in, int scale_lo, int scale_span, std::mt19937& rng) {
+  Fp4Matrix m{out, in, std::vector<uint8_t>(size_t(out * in / 2)), std::vector<uint8_t>(size_t(out * in / 32))};
+  for (auto& b : m.codes) b = uint8_t(rng());
+  for (auto& s : m.scales) s = uint8_t(scale_lo + int(rng() % uint32_t(scale_span + 1)));
+  return m;
+}
+
+// Activations as the model's: values of many magnitudes, FP8-quantized in blocks of 128 (the
+// small ones become e4m3 subnormals or zero), one 128-column chunk all zero.
+std::vector<float> quantized_activation(int64_t in, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(in)), xq(static_cast<size_t>(in));
+  for (auto& v : x) v = std::ldexp(u(rng), int(rng() % 24) - 12);
+  for (int64_t k = 128; k < 256 && k < in; ++k) x[size_t(k)] = 0.0f;
+  quant_fp8(x.data(), in, kActBlock, xq.data());
+  return xq;
+}
+
+float reference(const LinearWeight& w, const std::vector<float>& xq, int64_t n, bool rb) {
+  std::vector<float> row(static_cast<size_t>(w.in));
+  dequant_row(w, n, row.data());
+  const float v = dot(xq.data(), row.data(), w.in);
+  return rb ? round_bf16(v) : v;
+}
+
+struct Prepared {
+  AlignedBuffer<double> xd, scratch;
+  avx512::Fp4IntActivation act;
+  bool ok = false;
+  Prepared(const std::vector<float>& xq) : xd(xq.size()), scratch(xq.size()) {
+    for (size_t i = 0; i < xq.size(); ++i) xd[i] = double(xq[i]);
+    ok = avx512::fp4_int_prepare(xd.data(), int64_t(xq.size()), scratch.data(), act);
+  }
+};
+
+uint32_t bits(float v) { return std::bit_cast<uint32_t>(v); }
+
+TEST(Fp4IntRoute, TakesEveryRowOfAModelLikeProductWithTheCanonicalBits) {
+  for (int64_t in : {512, 2048, 4096}) {
+    if (!route_available(in)) GTEST_SKIP() << "AVX-512 with VBMI not active";
+    std::mt19937 rng(static_cast<uint32_t>(in));
+    const Fp4Matrix m = random_matrix(96, in, 116, 10, rng);
+    const LinearWeight w = m.weight();
+    const auto xq = quantized_activation(in, rng);
+    Prepared p(xq);
+    ASSERT_TRUE(p.ok);
+    std::vector<float> y(static_cast<size_t>(w.out), -1.0f);
+    for (bool rb : {false, true})
+      for (int64_t n = 0; n < w.out; ++n) {
+        ASSERT_TRUE(avx512::fp4_int_row(w, p.act, n, y.data(), rb)) << "in " << in << " row " << n;
+        ASSERT_EQ(bits(y[size_t(n)]), bits(reference(w, xq, n, rb))) << "in " << in << " row " << n << " rb " << rb;
+      }
+  }
+}
+
+// Lane 0 of the canonical dot adds 2^a + 2^b - 2^a (columns 0, 32, 64: blocks 0, 1, 2): with
+// a - b = 60 the first addition rounds and the result is 0, not 2^b. The route must refuse that
+// row; at the span its condition allows (53 - 27 - log2(128 blocks) = 19) it must take the row.
+TEST(Fp4IntRoute, RefusesARowWhoseCanonicalDotRounds) {
+  const int64_t in = 4096;
+  if (!route_available(in)) GTEST_SKIP() << "AVX-512 with VBMI not active";
+  for (int gap : {60, 20, 19}) {
+    Fp4Matrix m{1, in, std::vector<uint8_t>(size_t(in / 2), 0), std::vector<uint8_t>(size_t(in / 32), 127)};
+    m.codes[0] = 0x02;    // column 0: +1.0
+    m.codes[16] = 0x02;   // column 32: +1.0
+    m.codes[32] = 0x0A;   // column 64: -1.0
+    m.scales[0] = m.scales[2] = uint8_t(127 + gap / 2);
+    m.scales[1] = uint8_t(127 + gap / 2 - gap);
+    std::vector<float> xq(static_cast<size_t>(in), 0.0f);
+    xq[0] = xq[32] = xq[64] = 1.0f;
+    const LinearWeight w = m.weight();
+    Prepared p(xq);
+    ASSERT_TRUE(p.ok);
+    float y = -1.0f;
+    const bool taken = avx512::fp4_int_row(w, p.act, 0, &y, false);
+    EXPECT_EQ(taken, gap <= 19) << "gap " << gap;
+    const float ref = reference(w, xq, 0, false);
+    if (taken) {
+      EXPECT_EQ(bits(y), bits(ref)) << "gap " << gap;
+    }
+    if (gap == 60) {
+      EXPECT_EQ(ref, 0.0f);  // the rounding this test is about happens
+    }
+    float via_linear = -1.0f;
+    linear(w, xq.data(), 1, &via_linear, false);  // FP8-quantizing xq changes nothing
+    EXPECT_EQ(bits(via_linear), bits(ref)) << "gap " << gap;
+  }
+}
+
+TEST(Fp4IntRoute, RefusesScalesWhoseFp32ValueOverflows) {
+  const int64_t in = 1024;
+  if (!route_available(in)) GTEST_SKIP() << "AVX-512 with VBMI not active";
+  std::mt19937 rng(5);
+  for (int code : {253, 254, 255}) {
+    Fp4Matrix m = random_matrix(4, in, 240, 12, rng);
+    m.scales[7] = uint8_t(code);  // row 0
+    const LinearWeight w = m.weight();
+    auto xq = quantized_activation(in, rng);
+    Prepared p(xq);
+    ASSERT_TRUE(p.ok);
+    std::vector<float> y1(4);
+    EXPECT_FALSE(avx512::fp4_int_row(w, p.act, 0, y1.data(), false)) << code;
+    for (int64_t n = 0; n < 4; ++n) {
+      const float ref = reference(w, xq, n, false);
+      linear(weight_rows(w, n, 1), xq.data(), 1, y1.data() + n, false);  // one row: the GEMV
+      if (std::isnan(ref)) {
+        EXPECT_TRUE(std::isnan(y1[size_t(n)])) << code << " row " << n;
+      } else {
+        EXPECT_EQ(bits(y1[size_t(n)]), bits(ref)) << code << " row " << n;
+      }
+    }
+  }
+}
+
+TEST(Fp4IntRoute, RefusesActivationsThatAreNotFp8Quantized) {
+  const int64_t in = 512;
+  if (!route_available(in)) GTEST_SKIP() << "AVX-512 with VBMI not active";
+  std::mt19937 rng(9);
+  std::normal_distribution<float> nd;
+  std::vector<float> x(static_cast<size_t>(in));
+  for (auto& v : x) v = nd(rng);  // 24-bit significands: more than 18 bits below a chunk's amax
+  EXPECT_FALSE(Prepared(x).ok);
+  auto xq = quantized_activation(in, rng);
+  xq[300] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_FALSE(Prepared(xq).ok);
+  xq[300] = std::numeric_limits<float>::infinity();
+  EXPECT_FALSE(Prepared(xq).ok);
+  // and an unquantized activation (act_quant = false) still gets the reference's bits
+  Fp4Matrix m = random_matrix(8, in, 120, 6, rng);
+  LinearWeight w = m.weight();
+  w.act_quant = false;
+  std::vector<float> y(8);
+  for (int64_t n = 0; n < 8; ++n) {
+    linear(weight_rows(w, n, 1), x.data(), 1, y.data() + n, true);
+    EXPECT_EQ(bits(y[size_t(n)]), bits(reference(w, x, n, true))) << n;
+  }
+}
+
+// Through linear(): one activation row over many rows and both bf16 rounding modes, threads on.
+TEST(Fp4IntRoute, LinearGivesTheReferenceBitsForWideAndNarrowScaleSpans) {
+  const int64_t in = 2048;
+  if (!route_available(in)) GTEST_SKIP() << "AVX-512 with VBMI not active";
+  std::mt19937 rng(17);
+  for (int span : {4, 18, 40}) {  // 40: most rows refused, each by its own check
+    const Fp4Matrix m = random_matrix(300, in, 100, span, rng);
+    const LinearWeight w = m.weight();
+    std::vector<float> x(static_cast<size_t>(in));
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (auto& v : x) v = std::ldexp(u(rng), int(rng() % 16) - 8);
+    std::vector<float> xq(static_cast<size_t>(in)), y(size_t(w.out));
+    quant_fp8(x.data(), in, kActBlock, xq.data());
+    for (bool rb : {false, true}) {
+      linear(w, x.data(), 1, y.data(), rb);
+      for (int64_t n = 0; n < w.out; ++n)
+        ASSERT_EQ(bits(y[size_t(n)]), bits(reference(w, xq, n, rb))) << "span " << span << " row " << n;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace strata::kernels
