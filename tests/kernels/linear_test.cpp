@@ -7,6 +7,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -321,6 +322,50 @@ TEST(Linear, Fp8ExtremeBlockScalesGiveTheReferenceBits) {
             ASSERT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(ref))
                 << "trial " << trial << " rows " << rows << " out " << n << " row " << r;
           }
+        }
+      }
+    }
+  }
+}
+
+// The one-row FP8 product has two exact forms: e4m3 bytes moved straight into fp64 bits (the
+// value × 2^-1016, with x · scale · 2^1016 on the activation side: finite only while |x · scale|
+// < 2^8) and the f16 form for bands beyond that. Activations are placed on both sides of the
+// boundary per band (|x · scale| just below 2^8, exactly 2^8, far below), weights include every
+// e4m3 code (zeros and subnormals land on fp64 subnormals in the bits form), and one activation
+// holds a NaN; every output must be the reference's.
+TEST(Linear, Fp8GemvFormsGiveTheReferenceBitsOnBothSidesOfTheirRange) {
+  if (detected_isa() != Isa::avx512 || active_isa() != Isa::avx512) GTEST_SKIP() << "AVX-512 not active";
+  std::mt19937 rng(12);
+  const int64_t out = 384, in = 512;  // 3 bands of 128 rows, 4 column blocks
+  std::vector<uint8_t> fp8(size_t(out * in));
+  for (size_t i = 0; i < fp8.size(); ++i) {  // every code but the NaNs (kernels differ there: linear_avx512.cpp)
+    const auto b = uint8_t(i * 37 % 256);
+    fp8[i] = (b & 0x7F) == 0x7F ? 0 : b;
+  }
+  std::vector<uint8_t> sc(size_t(3 * 4));
+  for (auto& c : sc) c = uint8_t(118 + rng() % 6);
+  const LinearWeight w{WeightFormat::fp8, fp8.data(), sc.data(), out, in};
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (double edge : {255.0, 256.0, 1.0, 0x1p-30}) {
+    for (bool with_nan : {false, true}) {
+      // x unquantized (act_quant off): its largest |x · scale| is `edge` in band 1's block 2
+      LinearWeight wu = w;
+      wu.act_quant = false;
+      std::vector<float> x(static_cast<size_t>(in)), y(static_cast<size_t>(out)), row(static_cast<size_t>(in));
+      for (auto& v : x) v = u(rng) * 0.5f;
+      const float scale = e8m0_to_f32(sc[1 * 4 + 2]);
+      for (int64_t k = 256; k < 384; ++k) x[size_t(k)] = float(edge / scale) * (k % 2 ? -1.0f : 0.5f);
+      if (with_nan) x[77] = std::numeric_limits<float>::quiet_NaN();
+      linear(wu, x.data(), 1, y.data(), false);
+      for (int64_t n = 0; n < out; ++n) {
+        dequant_row(wu, n, row.data());
+        const float ref = dot(x.data(), row.data(), in);
+        if (std::isnan(ref)) {
+          ASSERT_TRUE(std::isnan(y[size_t(n)])) << "edge " << edge << " out " << n;
+        } else {
+          ASSERT_EQ(std::bit_cast<uint32_t>(y[size_t(n)]), std::bit_cast<uint32_t>(ref))
+              << "edge " << edge << " nan " << with_nan << " out " << n;
         }
       }
     }
