@@ -7,6 +7,7 @@
 // Every output element is one canonical dot (kernels/dot.h) of the dequantized weight row and
 // the (dequantized) activation row, so outputs are bitwise independent of threads and batch.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 
 #include "core/cpu.h"
@@ -46,12 +47,16 @@ namespace avx512 {
 bool linear_supported(const LinearWeight& w);
 // The panel's shape (weight rows × columns), here so that the scratch size and the kernel
 // cannot disagree: the panel, then 16 fp64 lane sums per (activation row, panel row); for one
-// activation row, the row scaled by an FP8 weight band's block scales, or the FP4 integer
-// route's byte slices (fp4_int_scratch_bytes(in) <= 8 · in).
+// activation row, the row scaled by an FP8 weight band's block scales; for several, room for
+// the FP4 integer route's byte slices of kIntRouteRows rows at a time (avx512/fp4_int.h:
+// fp4_int_scratch_bytes(in) <= 4 · in, so in / 2 doubles a row).
 inline constexpr int kPanelRows = 6;
 inline constexpr int64_t kPanelBlock = 256;
+inline constexpr int64_t kIntRouteRows = 16;
 inline int64_t linear_panel_doubles(int64_t in, int64_t rows) {
-  return rows > 1 ? kPanelRows * kPanelBlock + rows * kPanelRows * 16 : in;
+  if (rows == 1) return in;
+  const int64_t panel = kPanelRows * kPanelBlock + rows * kPanelRows * 16;
+  return std::max(panel, std::min(rows, kIntRouteRows) * (in / 2));
 }
 void linear_range(const LinearWeight& w, const double* x, int64_t rows, float* y, bool round_bf16, int64_t nb,
                   int64_t ne, double* panel);

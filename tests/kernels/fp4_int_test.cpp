@@ -191,5 +191,38 @@ TEST(Fp4IntRoute, LinearGivesTheReferenceBitsForWideAndNarrowScaleSpans) {
   }
 }
 
+// Several activation rows take the route per (weight row, activation row) in groups of
+// kIntRouteRows: 1 to 37 rows (three groups), one row not FP8-quantized (refused as a whole),
+// a quarter of the weight rows beyond the span condition (refused per pair), both roundings.
+TEST(Fp4IntRoute, SeveralActivationRowsGiveTheReferenceBits) {
+  const int64_t in = 1024;
+  if (!route_available(in)) GTEST_SKIP() << "AVX-512 with VBMI not active";
+  std::mt19937 rng(23);
+  Fp4Matrix m = random_matrix(70, in, 118, 8, rng);
+  for (int64_t n = 0; n < m.out; n += 4) m.scales[size_t(n * (in / 32) + 3)] = 200;  // span 82
+  LinearWeight w = m.weight();
+  w.act_quant = false;  // the test quantizes all rows but one itself
+  for (int64_t rows : {1, 2, 5, 16, 17, 37}) {
+    std::vector<float> x;
+    for (int64_t r = 0; r < rows; ++r) {
+      auto xr = quantized_activation(in, rng);
+      if (r == 3) {  // this row as given: 24-bit significands
+        std::normal_distribution<float> nd;
+        for (auto& v : xr) v = nd(rng);
+      }
+      x.insert(x.end(), xr.begin(), xr.end());
+    }
+    std::vector<float> y(static_cast<size_t>(rows * w.out)), xr(static_cast<size_t>(in));
+    for (bool rb : {false, true}) {
+      linear(w, x.data(), rows, y.data(), rb);
+      for (int64_t r = 0; r < rows; ++r) {
+        xr.assign(x.begin() + r * in, x.begin() + (r + 1) * in);
+        for (int64_t n = 0; n < w.out; ++n)
+          ASSERT_EQ(bits(y[size_t(r * w.out + n)]), bits(reference(w, xr, n, rb))) << "rows " << rows << " row " << r << " out " << n;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace strata::kernels

@@ -53,6 +53,15 @@ inline __m512i low_digit(__m512i v) {
   return _mm512_sub_epi32(_mm512_and_si512(_mm512_add_epi32(v, b), m), b);
 }
 
+// (GCC 12's _mm512_reduce_max_epi32 warns about its own undefined vector)
+inline int lane_max(__m512i v) {
+  alignas(64) int32_t t[16];
+  _mm512_store_si512(t, v);
+  int m = t[0];
+  for (int i = 1; i < 16; ++i) m = t[i] > m ? t[i] : m;
+  return m;
+}
+
 }  // namespace
 
 bool fp4_int_supported(const LinearWeight& w) {
@@ -176,8 +185,8 @@ __attribute__((target("avx512vbmi"))) bool fp4_int_row(const LinearWeight& w, co
     acc_hi = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(sum, 1)), p_hi, acc_hi);
   }
   const int span_limit = 53 - kBlockSumBits - ceil_log2(in / 32);
-  if (_mm512_reduce_max_epi32(code_max) > kMaxScaleCode) return false;
-  if (_mm512_reduce_max_epi32(e_max) - _mm512_reduce_min_epi32(e_min) > span_limit) return false;
+  if (lane_max(code_max) > kMaxScaleCode) return false;
+  if (lane_max(e_max) + lane_max(_mm512_sub_epi32(_mm512_setzero_si512(), e_min)) > span_limit) return false;
   const float v = float(_mm512_reduce_add_pd(_mm512_add_pd(acc_lo, acc_hi)));  // exact: any order
   y[n] = rb ? round_bf16(v) : v;
   return true;
