@@ -444,6 +444,14 @@ void gemm(const LinearWeight& w, const double* x, int64_t rows, float* y, bool r
           }
         }
       }
+      // The FMAs over this panel leave the memory idle unless the next block is on its way:
+      // ask for it now (each row's next kPanelBlock columns; the last block's run past the row,
+      // into the next rows', which come next).
+      for (int i = 0; i < nw; ++i)
+        for (int64_t kb = 0; kb < kPanelBlock; kb += Row::kBlock) {
+          const char* next = static_cast<const char*>(row[i].at(k0 + kPanelBlock + kb));
+          for (int64_t off = 0; off < Row::kBlockBytes; off += 64) _mm_prefetch(next + off, _MM_HINT_T0);
+        }
       const bool first = k0 == 0;
       switch (nw) {
         case 6: panel_block<6>(panel, len, x + k0, in, rows, acc, first); break;
