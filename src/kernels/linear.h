@@ -47,16 +47,17 @@ namespace avx512 {
 bool linear_supported(const LinearWeight& w);
 // The panel's shape (weight rows × columns), here so that the scratch size and the kernel
 // cannot disagree: the panel, then 16 fp64 lane sums per (activation row, panel row); for one
-// activation row, the row scaled by an FP8 weight band's block scales; for several, room for
-// the FP4 integer route's byte slices of kIntRouteRows rows at a time (avx512/fp4_int.h:
-// fp4_int_scratch_bytes(in) <= 4 · in, so in / 2 doubles a row).
+// activation row, the row scaled by an FP8 weight band's block scales (several rows' for up to
+// 4 rows, which also take the GEMV); and room for the FP4 integer route's byte slices of
+// kIntRouteRows rows at a time (avx512/fp4_int.h: fp4_int_scratch_bytes(in) <= 4 · in, so
+// in / 2 doubles a row).
 inline constexpr int kPanelRows = 6;
 inline constexpr int64_t kPanelBlock = 256;
 inline constexpr int64_t kIntRouteRows = 16;
 inline int64_t linear_panel_doubles(int64_t in, int64_t rows) {
-  if (rows == 1) return in;
-  const int64_t panel = kPanelRows * kPanelBlock + rows * kPanelRows * 16;
-  return std::max(panel, std::min(rows, kIntRouteRows) * (in / 2));
+  const int64_t panel = rows > 1 ? kPanelRows * kPanelBlock + rows * kPanelRows * 16 : 0;
+  const int64_t scaled = rows <= 4 ? rows * in : 0;
+  return std::max({panel, scaled, std::min(rows, kIntRouteRows) * (in / 2)});
 }
 void linear_range(const LinearWeight& w, const double* x, int64_t rows, float* y, bool round_bf16, int64_t nb,
                   int64_t ne, double* panel);

@@ -347,25 +347,33 @@ TEST(Linear, Fp8GemvFormsGiveTheReferenceBitsOnBothSidesOfTheirRange) {
   for (auto& c : sc) c = uint8_t(118 + rng() % 6);
   const LinearWeight w{WeightFormat::fp8, fp8.data(), sc.data(), out, in};
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  for (double edge : {255.0, 256.0, 1.0, 0x1p-30}) {
-    for (bool with_nan : {false, true}) {
-      // x unquantized (act_quant off): its largest |x · scale| is `edge` in band 1's block 2
-      LinearWeight wu = w;
-      wu.act_quant = false;
-      std::vector<float> x(static_cast<size_t>(in)), y(static_cast<size_t>(out)), row(static_cast<size_t>(in));
-      for (auto& v : x) v = u(rng) * 0.5f;
-      const float scale = e8m0_to_f32(sc[1 * 4 + 2]);
-      for (int64_t k = 256; k < 384; ++k) x[size_t(k)] = float(edge / scale) * (k % 2 ? -1.0f : 0.5f);
-      if (with_nan) x[77] = std::numeric_limits<float>::quiet_NaN();
-      linear(wu, x.data(), 1, y.data(), false);
-      for (int64_t n = 0; n < out; ++n) {
-        dequant_row(wu, n, row.data());
-        const float ref = dot(x.data(), row.data(), in);
-        if (std::isnan(ref)) {
-          ASSERT_TRUE(std::isnan(y[size_t(n)])) << "edge " << edge << " out " << n;
-        } else {
-          ASSERT_EQ(std::bit_cast<uint32_t>(y[size_t(n)]), std::bit_cast<uint32_t>(ref))
-              << "edge " << edge << " nan " << with_nan << " out " << n;
+  for (int64_t rows : {1, 3}) {  // 3: the multi-row GEMV, its range over all rows
+    for (double edge : {255.0, 256.0, 1.0, 0x1p-30}) {
+      for (bool with_nan : {false, true}) {
+        // x unquantized (act_quant off): its largest |x · scale| is `edge` in band 1's block 2,
+        // in the last row
+        LinearWeight wu = w;
+        wu.act_quant = false;
+        std::vector<float> x(static_cast<size_t>(rows * in)), y(static_cast<size_t>(rows * out));
+        std::vector<float> row(static_cast<size_t>(in));
+        for (auto& v : x) v = u(rng) * 0.5f;
+        const float scale = e8m0_to_f32(sc[1 * 4 + 2]);
+        float* last = x.data() + (rows - 1) * in;
+        for (int64_t k = 256; k < 384; ++k) last[k] = float(edge / scale) * (k % 2 ? -1.0f : 0.5f);
+        if (with_nan) x[77] = std::numeric_limits<float>::quiet_NaN();
+        linear(wu, x.data(), rows, y.data(), false);
+        for (int64_t n = 0; n < out; ++n) {
+          dequant_row(wu, n, row.data());
+          for (int64_t r = 0; r < rows; ++r) {
+            const float ref = dot(x.data() + r * in, row.data(), in);
+            const float got = y[size_t(r * out + n)];
+            if (std::isnan(ref)) {
+              ASSERT_TRUE(std::isnan(got)) << "edge " << edge << " out " << n;
+            } else {
+              ASSERT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(ref))
+                  << "rows " << rows << " edge " << edge << " nan " << with_nan << " out " << n << " row " << r;
+            }
+          }
         }
       }
     }

@@ -190,24 +190,30 @@ void gemv_block(const LinearWeight& w, const double* x, float* y, bool rb, int64
     lo[i] = _mm512_setzero_pd();
     hi[i] = _mm512_setzero_pd();
   }
-  for (int64_t kb = 0; kb < w.in; kb += Row::kBlock) {
+  const auto step = [&](int64_t k, int j) {
+    const __m512d xl = _mm512_loadu_pd(x + k), xh = _mm512_loadu_pd(x + k + 8);
+#pragma GCC unroll 4
+    for (int i = 0; i < NW; ++i) {
+      __m512d wl, wh;
+      row[i].get(k, j, wl, wh);
+      lo[i] = _mm512_fmadd_pd(xl, wl, lo[i]);
+      hi[i] = _mm512_fmadd_pd(xh, wh, hi[i]);
+    }
+  };
+  // whole blocks with no exit inside (an exit per 16 columns made GCC keep the accumulators in
+  // memory across it), then a partial last block (in % 16 == 0 always)
+  const int64_t whole = w.in / Row::kBlock * Row::kBlock;
+  for (int64_t kb = 0; kb < whole; kb += Row::kBlock) {
     for (int i = 0; i < NW; ++i) {
       row[i].begin(kb);
       prefetch_ahead(row[i].at(kb), Row::kBlockBytes);
     }
 #pragma GCC unroll 8
-    for (int j = 0; j < Row::kBlock / 16; ++j) {
-      const int64_t k = kb + 16 * j;
-      if (k >= w.in) break;  // a partial last block (in % 16 == 0 always)
-      const __m512d xl = _mm512_loadu_pd(x + k), xh = _mm512_loadu_pd(x + k + 8);
-#pragma GCC unroll 4
-      for (int i = 0; i < NW; ++i) {
-        __m512d wl, wh;
-        row[i].get(k, j, wl, wh);
-        lo[i] = _mm512_fmadd_pd(xl, wl, lo[i]);
-        hi[i] = _mm512_fmadd_pd(xh, wh, hi[i]);
-      }
-    }
+    for (int j = 0; j < Row::kBlock / 16; ++j) step(kb + 16 * j, j);
+  }
+  if (whole < w.in) {
+    for (int i = 0; i < NW; ++i) row[i].begin(whole);
+    for (int64_t k = whole; k < w.in; k += 16) step(k, int((k - whole) / 16));
   }
   for (int i = 0; i < NW; ++i) y[n + i] = finish(lo[i], hi[i], rb);
 }
@@ -217,6 +223,87 @@ void gemv(const LinearWeight& w, const double* x, float* y, bool rb, int64_t nb,
   int64_t n = nb;
   for (; n + 4 <= ne; n += 4) gemv_block<Row, 4>(w, x, y, rb, n);
   for (; n < ne; ++n) gemv_block<Row, 1>(w, x, y, rb, n);
+}
+
+// NR = 2 to 4 activation rows (x: stride w.in, y: stride w.out) and NW weight rows advance
+// together, each weight vector decoded once for all NR rows. The accumulators are named arrays
+// per activation row: GCC 12 keeps a two-dimensional array of them in memory.
+template <class Row, int NW, int NR>
+void gemv_multi_block(const LinearWeight& w, const double* x, float* y, bool rb, int64_t n) {
+  static_assert(NR >= 2 && NR <= 4);
+  Row row[NW];
+  __m512d l0[NW], h0[NW], l1[NW], h1[NW], l2[NW], h2[NW], l3[NW], h3[NW];
+  for (int i = 0; i < NW; ++i) {
+    row[i] = Row(w, n + i);
+    l0[i] = h0[i] = l1[i] = h1[i] = l2[i] = h2[i] = l3[i] = h3[i] = _mm512_setzero_pd();
+  }
+  const int64_t in = w.in;
+  const auto step = [&](int64_t k, int j) {
+    const double* xk = x + k;
+    const __m512d x0l = _mm512_loadu_pd(xk), x0h = _mm512_loadu_pd(xk + 8);
+    const __m512d x1l = _mm512_loadu_pd(xk + in), x1h = _mm512_loadu_pd(xk + in + 8);
+    __m512d x2l = x0l, x2h = x0h, x3l = x0l, x3h = x0h;
+    if constexpr (NR > 2) x2l = _mm512_loadu_pd(xk + 2 * in), x2h = _mm512_loadu_pd(xk + 2 * in + 8);
+    if constexpr (NR > 3) x3l = _mm512_loadu_pd(xk + 3 * in), x3h = _mm512_loadu_pd(xk + 3 * in + 8);
+#pragma GCC unroll 4
+    for (int i = 0; i < NW; ++i) {
+      __m512d wl, wh;
+      row[i].get(k, j, wl, wh);
+      l0[i] = _mm512_fmadd_pd(x0l, wl, l0[i]);
+      h0[i] = _mm512_fmadd_pd(x0h, wh, h0[i]);
+      l1[i] = _mm512_fmadd_pd(x1l, wl, l1[i]);
+      h1[i] = _mm512_fmadd_pd(x1h, wh, h1[i]);
+      if constexpr (NR > 2) {
+        l2[i] = _mm512_fmadd_pd(x2l, wl, l2[i]);
+        h2[i] = _mm512_fmadd_pd(x2h, wh, h2[i]);
+      }
+      if constexpr (NR > 3) {
+        l3[i] = _mm512_fmadd_pd(x3l, wl, l3[i]);
+        h3[i] = _mm512_fmadd_pd(x3h, wh, h3[i]);
+      }
+    }
+  };
+  const int64_t whole = in / Row::kBlock * Row::kBlock;  // as in gemv_block
+  for (int64_t kb = 0; kb < whole; kb += Row::kBlock) {
+    for (int i = 0; i < NW; ++i) {
+      row[i].begin(kb);
+      prefetch_ahead(row[i].at(kb), Row::kBlockBytes);
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < Row::kBlock / 16; ++j) step(kb + 16 * j, j);
+  }
+  if (whole < in) {
+    for (int i = 0; i < NW; ++i) row[i].begin(whole);
+    for (int64_t k = whole; k < in; k += 16) step(k, int((k - whole) / 16));
+  }
+  for (int i = 0; i < NW; ++i) {
+    y[n + i] = finish(l0[i], h0[i], rb);
+    y[w.out + n + i] = finish(l1[i], h1[i], rb);
+    if constexpr (NR > 2) y[2 * w.out + n + i] = finish(l2[i], h2[i], rb);
+    if constexpr (NR > 3) y[3 * w.out + n + i] = finish(l3[i], h3[i], rb);
+  }
+}
+
+template <class Row, int NR>
+void gemv_multi(const LinearWeight& w, const double* x, float* y, bool rb, int64_t nb, int64_t ne) {
+  constexpr int NW = NR == 2 ? 4 : 2;  // 2 · NR · NW accumulators, 2 · NR x vectors, 2 weight
+  int64_t n = nb;
+  for (; n + NW <= ne; n += NW) gemv_multi_block<Row, NW, NR>(w, x, y, rb, n);
+  for (; n < ne; ++n) gemv_multi_block<Row, 1, NR>(w, x, y, rb, n);
+}
+
+// 1 to kGemvMaxRows activation rows, each weight read once for all of them: at a few rows this
+// streams the weights at the memory's pace, where the panel's per-pass decoding and parked
+// accumulators do not pay yet.
+constexpr int64_t kGemvMaxRows = 4;
+template <class Row>
+void gemv_rows(const LinearWeight& w, const double* x, int64_t rows, float* y, bool rb, int64_t nb, int64_t ne) {
+  switch (rows) {
+    case 1: return gemv<Row>(w, x, y, rb, nb, ne);
+    case 2: return gemv_multi<Row, 2>(w, x, y, rb, nb, ne);
+    case 3: return gemv_multi<Row, 3>(w, x, y, rb, nb, ne);
+    default: return gemv_multi<Row, 4>(w, x, y, rb, nb, ne);
+  }
 }
 
 // FP8 with one activation row. A 128 × 128 block scale is shared by every row of its 128-row
@@ -271,31 +358,26 @@ inline __m512d e4m3_times_2m1016(const uint8_t* q, __m512i keep) {
   return _mm512_castsi512_pd(_mm512_and_si512(_mm512_slli_epi64(v, 49), keep));
 }
 
-template <int NW>
-void gemv_fp8_bits_rows(const LinearWeight& w, const double* xs, float* y, bool rb, int64_t n) {
-  const uint8_t* p[NW];
-  __m512d lo[NW], hi[NW];
-  for (int i = 0; i < NW; ++i) {
-    p[i] = static_cast<const uint8_t*>(w.data) + (n + i) * w.in;
-    lo[i] = _mm512_setzero_pd();
-    hi[i] = _mm512_setzero_pd();
+struct Fp8BitsRow {  // the weight side of the bits form (x carries scale · 2^1016)
+  static constexpr int kBlock = 64;
+  static constexpr int64_t kBlockBytes = 64;
+  const uint8_t* p = nullptr;
+  Fp8BitsRow() = default;
+  Fp8BitsRow(const LinearWeight& w, int64_t r) : p(static_cast<const uint8_t*>(w.data) + r * w.in) {}
+  const void* at(int64_t k) const { return p + k; }
+  void begin(int64_t) {}
+  void get(int64_t k, int, __m512d& lo, __m512d& hi) {
+    const __m512i keep = _mm512_set1_epi64(int64_t(0x80FFFFFFFFFFFFFFull));
+    lo = e4m3_times_2m1016(p + k, keep);
+    hi = e4m3_times_2m1016(p + k + 8, keep);
   }
-  const __m512i keep = _mm512_set1_epi64(int64_t(0x80FFFFFFFFFFFFFFull));
-  for (int64_t k = 0; k < w.in; k += 16) {
-    const __m512d x0 = _mm512_loadu_pd(xs + k), x1 = _mm512_loadu_pd(xs + k + 8);
-#pragma GCC unroll 4
-    for (int i = 0; i < NW; ++i) {
-      if (k % 64 == 0) prefetch_ahead(p[i] + k, 64);
-      lo[i] = _mm512_fmadd_pd(x0, e4m3_times_2m1016(p[i] + k, keep), lo[i]);
-      hi[i] = _mm512_fmadd_pd(x1, e4m3_times_2m1016(p[i] + k + 8, keep), hi[i]);
-    }
-  }
-  for (int i = 0; i < NW; ++i) y[n + i] = finish(lo[i], hi[i], rb);
-}
+};
 
-void gemv_fp8(const LinearWeight& w, const double* x, float* y, bool rb, int64_t nb, int64_t ne, double* xs) {
+// 1 to kGemvMaxRows activation rows (xs: rows × in doubles of scratch).
+void gemv_fp8(const LinearWeight& w, const double* x, int64_t rows, float* y, bool rb, int64_t nb, int64_t ne,
+              double* xs) {
   const int64_t blocks = w.in / 128;
-  // max |x| per 128-column block, for the bits form's range (a NaN block fails the check)
+  // max |x| per 128-column block over the rows, for the bits form's range (NaN fails it)
   constexpr int64_t kMaxBlocks = 512;
   double x_max[kMaxBlocks];
   const bool bits_form = blocks <= kMaxBlocks;
@@ -304,11 +386,12 @@ void gemv_fp8(const LinearWeight& w, const double* x, float* y, bool rb, int64_t
     for (int64_t c = 0; c < blocks; ++c) {
       __m512d m = _mm512_setzero_pd();
       __mmask8 nan = 0;
-      for (int64_t k = c * 128; k < c * 128 + 128; k += 8) {
-        const __m512d v = _mm512_loadu_pd(x + k);
-        nan |= _mm512_cmp_pd_mask(v, v, _CMP_UNORD_Q);
-        m = _mm512_max_pd(m, _mm512_and_pd(v, abs_mask));
-      }
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t k = c * 128; k < c * 128 + 128; k += 8) {
+          const __m512d v = _mm512_loadu_pd(x + r * w.in + k);
+          nan |= _mm512_cmp_pd_mask(v, v, _CMP_UNORD_Q);
+          m = _mm512_max_pd(m, _mm512_and_pd(v, abs_mask));
+        }
       x_max[c] = nan ? std::numeric_limits<double>::quiet_NaN() : _mm512_reduce_max_pd(m);
     }
   }
@@ -320,25 +403,24 @@ void gemv_fp8(const LinearWeight& w, const double* x, float* y, bool rb, int64_t
       tame = tame && s[c] <= 246;
       in_range = in_range && x_max[c] * double(e8m0_to_f32(s[c])) < 256.0;
     }
-    int64_t n = b0;
-    if (!tame) {
-      gemv<Fp8Row>(w, x, y, rb, b0, b1);
-    } else if (in_range) {
-      for (int64_t c = 0; c < blocks; ++c) {
-        const __m512d sc = _mm512_set1_pd(double(e8m0_to_f32(s[c]))), big = _mm512_set1_pd(0x1p1016);
-        for (int64_t k = c * 128; k < c * 128 + 128; k += 8)
-          _mm512_store_pd(xs + k, _mm512_mul_pd(_mm512_mul_pd(_mm512_loadu_pd(x + k), sc), big));
+    if (tame && (in_range || rows == 1)) {
+      // bits form: xs = (x · scale) · 2^1016; f16 form: xs = x · (2^8 · scale)
+      const __m512d big = _mm512_set1_pd(in_range ? 0x1p1016 : 256.0);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < blocks; ++c) {
+          const __m512d sc = _mm512_set1_pd(double(e8m0_to_f32(s[c])));
+          for (int64_t k = r * w.in + c * 128; k < r * w.in + c * 128 + 128; k += 8)
+            _mm512_store_pd(xs + k, _mm512_mul_pd(_mm512_mul_pd(_mm512_loadu_pd(x + k), sc), big));
+        }
+      if (in_range) {
+        gemv_rows<Fp8BitsRow>(w, xs, rows, y, rb, b0, b1);
+      } else {
+        int64_t n = b0;
+        for (; n + 4 <= b1; n += 4) gemv_fp8_rows<4>(w, xs, y, rb, n);
+        for (; n < b1; ++n) gemv_fp8_rows<1>(w, xs, y, rb, n);
       }
-      for (; n + 4 <= b1; n += 4) gemv_fp8_bits_rows<4>(w, xs, y, rb, n);
-      for (; n < b1; ++n) gemv_fp8_bits_rows<1>(w, xs, y, rb, n);
-    } else {
-      for (int64_t c = 0; c < blocks; ++c) {
-        const __m512d sc = _mm512_set1_pd(double(e8m0_to_f32(s[c])) * 256.0);
-        for (int64_t k = c * 128; k < c * 128 + 128; k += 8)
-          _mm512_store_pd(xs + k, _mm512_mul_pd(_mm512_loadu_pd(x + k), sc));
-      }
-      for (; n + 4 <= b1; n += 4) gemv_fp8_rows<4>(w, xs, y, rb, n);
-      for (; n < b1; ++n) gemv_fp8_rows<1>(w, xs, y, rb, n);
+    } else {  // scales past 2^119 (or several rows out of the bits form's range): per weight
+      gemv_rows<Fp8Row>(w, x, rows, y, rb, b0, b1);
     }
     b0 = b1;
   }
@@ -492,10 +574,16 @@ template <class Row>
 void run(const LinearWeight& w, const double* x, int64_t rows, float* y, bool rb, int64_t nb, int64_t ne, double* panel) {
   if (rows == 1) {
     if constexpr (std::is_same_v<Row, Fp8Row>)
-      if (w.in % 128 == 0) return gemv_fp8(w, x, y, rb, nb, ne, panel);
+      if (w.in % 128 == 0) return gemv_fp8(w, x, 1, y, rb, nb, ne, panel);
     if constexpr (std::is_same_v<Row, Fp4Row>) return gemv_fp4(w, x, y, rb, nb, ne, panel);
     return gemv<Row>(w, x, y, rb, nb, ne);
   }
+  if constexpr (!std::is_same_v<Row, Fp4Row>)  // (FP4: the integer route below)
+    if (rows <= kGemvMaxRows) {
+      if constexpr (std::is_same_v<Row, Fp8Row>)
+        if (w.in % 128 == 0) return gemv_fp8(w, x, rows, y, rb, nb, ne, panel);
+      return gemv_rows<Row>(w, x, rows, y, rb, nb, ne);
+    }
   if constexpr (std::is_same_v<Row, Fp4Row>)
     if (fp4_int_supported(w)) return gemm_fp4_int(w, x, rows, y, rb, nb, ne, panel);
   const int64_t step = row_block(w.in, rows);
