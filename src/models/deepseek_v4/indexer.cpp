@@ -6,6 +6,7 @@
 #include "core/numfmt.h"
 #include "kernels/dot.h"
 #include "kernels/hadamard.h"
+#include "kernels/index_dot.h"
 #include "kernels/index_score.h"
 #include "kernels/linear.h"
 #include "kernels/parallel.h"
@@ -45,8 +46,24 @@ std::vector<float> indexer_scores(const IndexerSpec& s, const float* q, const fl
   std::vector<float> z(static_cast<size_t>(s.heads * chunk));
   thread_local std::vector<float> kf;  // reused: fresh pages per call are slow to fault in
   if (kf.size() < size_t(chunk * s.head_dim)) kf.resize(size_t(chunk * s.head_dim));
+  // FP4 keys: integer dot products straight from the stored codes (kernels/index_dot.h), the
+  // same bits as the product below, without unpacking the keys.
+  thread_local kernels::IndexQueriesFp4 qi;
+  const bool int_route = keys.codec.kind == EntryCodec::Kind::index_fp4 &&
+                         kernels::prepare_index_queries_fp4(q, s.heads, s.head_dim, qi);
+  std::vector<const uint8_t*> ptrs(int_route ? static_cast<size_t>(chunk) : 0);
   for (int64_t t0 = 0; t0 < n_visible; t0 += kChunk) {
     const int64_t nt = std::min(kChunk, n_visible - t0);
+    if (int_route) {
+      for (int64_t t = 0; t < nt; ++t) ptrs[size_t(t)] = keys.entry(t0 + t);
+      const kernels::IndexQueriesFp4& qr = qi;  // (the workers' own thread_local is another)
+      kernels::parallel_for((nt + 15) / 16, 4, [&](int64_t gb, int64_t ge) {
+        const int64_t tb = gb * 16, te = std::min(nt, ge * 16);
+        kernels::index_dots_fp4(qr, ptrs.data() + tb, te - tb, z.data() + tb, chunk);
+        kernels::index_score(z.data() + tb, s.heads, te - tb, chunk, weights, score.data() + t0 + tb);
+      });
+      continue;
+    }
     // Unpacking and the head reduction are per key, so splitting them over threads changes no bit.
     // (through a pointer: inside the job, `kf` would name the worker's own thread_local)
     float* kd = kf.data();
