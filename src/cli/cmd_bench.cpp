@@ -36,6 +36,7 @@ struct Opts {
   std::vector<int64_t> contexts;  // --context: decode step time at these context lengths
   int64_t context_steps = 4;
   int64_t prefix_tokens = 0, suffix_tokens = 16;  // --prefix-tokens: prefix-cache hit vs cold TTFT
+  std::string indexer_cache = "fp8";  // --indexer-cache: index key storage of the decode states
 };
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
@@ -95,7 +96,8 @@ void run_bench(const Opts& o) {
   std::mt19937_64 rng(1);
   std::vector<int64_t> ids(size_t(std::max<int64_t>(1, o.prompt_tokens)));
   for (auto& x : ids) x = int64_t(rng() % uint64_t(cfg.vocab_size));
-  auto st = model->new_sequence();
+  const auto index_keys = o.indexer_cache == "fp4" ? dsv4::IndexKeyFormat::fp4 : dsv4::IndexKeyFormat::fp8;
+  auto st = model->new_sequence(index_keys);
   auto t0 = std::chrono::steady_clock::now();
   auto logits = model->forward(st, ids.data(), int64_t(ids.size()));
   const double prefill_s = seconds_since(t0);
@@ -130,7 +132,7 @@ void run_bench(const Opts& o) {
     double first_ms = 0;
     for (int64_t ctx : o.contexts) {
       const int64_t pos = std::max<int64_t>(128, ctx / 128 * 128);
-      auto cs = dsv4::synthetic_state(*model, pos, uint64_t(pos));
+      auto cs = dsv4::synthetic_state(*model, pos, uint64_t(pos), index_keys);
       int64_t tok = 1;
       model->decode(cs, tok);
       auto tc = std::chrono::steady_clock::now();
@@ -259,6 +261,9 @@ AutoRegister reg([](CLI::App& app) {
                  "also time decode steps at these context lengths (rounded down to 128), from a synthetic state")
       ->delimiter(',');
   c->add_option("--context-steps", o->context_steps, "decode steps timed per --context length (default 4)");
+  c->add_option("--indexer-cache", o->indexer_cache,
+                "indexer key storage of the prefill/decode and --context states: fp8 (default) or fp4 (as serve)")
+      ->check(CLI::IsMember({"fp8", "fp4"}));
   c->add_option("--prefix-tokens", o->prefix_tokens,
                  "also measure time to first token of a prompt sharing this many tokens with the previous one vs cold");
   c->add_option("--suffix-tokens", o->suffix_tokens, "unshared tokens after the --prefix-tokens prefix (default 16)");

@@ -121,16 +121,16 @@ namespace strata::kernels {
 namespace {
 
 // The AVX-512 sparse attention against the scalar reference, bitwise: empty, short and
-// window-sized entry lists (4-entry groups with every remainder), a 512-dim head (four full
-// 128-dim P·V tiles) and a 208-dim one (a partial tile), entries of bf16 values as the caches
-// hold them.
+// window-sized entry lists (entry pairs with a remainder), 5 and 13 heads (4-head groups and
+// single heads under any split over threads), a 512-dim head (32-dim P·V tiles) and a 208-dim
+// one (a 16-dim remainder), entries of bf16 values as the caches hold them.
 TEST(SparseAttention, Avx512MatchesScalarReferenceBitwise) {
   if (detected_isa() != Isa::avx512 || active_isa() != Isa::avx512) GTEST_SKIP() << "AVX-512 not active";
   std::mt19937 rng(17);
   std::normal_distribution<float> nd;
   for (int64_t dim : {512, 208})
-    for (int64_t n : {0, 1, 3, 6, 130}) {
-      const int64_t heads = 5;
+    for (int64_t n : {0, 1, 3, 6, 130})
+      for (int64_t heads : {5, 13}) {
       std::vector<float> q(static_cast<size_t>(heads * dim)), sink(static_cast<size_t>(heads)),
           store(static_cast<size_t>(std::max<int64_t>(1, n) * dim));
       for (auto& v : q) v = round_bf16(nd(rng));
@@ -142,7 +142,8 @@ TEST(SparseAttention, Avx512MatchesScalarReferenceBitwise) {
       sparse_attention_reference(q.data(), heads, dim, e.data(), n, sink.data(), 0.04f, a.data());
       avx512::sparse_attention(q.data(), heads, dim, e.data(), n, sink.data(), 0.04f, b.data());
       for (size_t i = 0; i < a.size(); ++i)
-        ASSERT_EQ(std::bit_cast<uint32_t>(a[i]), std::bit_cast<uint32_t>(b[i])) << "dim " << dim << " n " << n << " at " << i;
+        ASSERT_EQ(std::bit_cast<uint32_t>(a[i]), std::bit_cast<uint32_t>(b[i]))
+            << "dim " << dim << " n " << n << " heads " << heads << " at " << i;
     }
 }
 

@@ -22,6 +22,7 @@
 #include <type_traits>
 
 #include "core/numfmt.h"
+#include "kernels/avx512/fold8.h"
 #include "kernels/avx512/fp4_int.h"
 #include "kernels/dot.h"
 #include "kernels/linear.h"
@@ -146,28 +147,6 @@ inline float finish(__m512d lo, __m512d hi, bool rb) {
   _mm512_store_pd(l + 8, hi);
   const float v = float(fold16(l));
   return rb ? round_bf16(v) : v;
-}
-
-// fold16 of 8 outputs at once (acc: 8 × 16 lane sums, output j at acc + 16·j), the same fp64
-// additions in the same tree as the scalar fold, so each result is the same bits: lanes i and
-// i + 8, then i and i + 4, i + 2, i + 1, with the outputs packed side by side at every level.
-// For a short dot (the indexer's 128 columns) the scalar fold costs as much as the products.
-inline void fold8(const double* acc, float* out) {
-  __m512d s[8];
-  for (int j = 0; j < 8; ++j) s[j] = _mm512_add_pd(_mm512_load_pd(acc + 16 * j), _mm512_load_pd(acc + 16 * j + 8));
-  __m512d t[4];  // t[p] = [a0+a4 .. a3+a7, b0+b4 .. b3+b7] for outputs a = 2p, b = 2p + 1
-  for (int p = 0; p < 4; ++p)
-    t[p] = _mm512_add_pd(_mm512_maskz_shuffle_f64x2(0xFF, s[2 * p], s[2 * p + 1], 0x44),
-                         _mm512_maskz_shuffle_f64x2(0xFF, s[2 * p], s[2 * p + 1], 0xEE));
-  const __m512i lo2 = _mm512_set_epi64(13, 12, 9, 8, 5, 4, 1, 0), hi2 = _mm512_set_epi64(15, 14, 11, 10, 7, 6, 3, 2);
-  __m512d u[2];  // u[q] = [t0+t2, t1+t3] of outputs 4q .. 4q + 3
-  for (int q = 0; q < 2; ++q)
-    u[q] = _mm512_add_pd(_mm512_permutex2var_pd(t[2 * q], lo2, t[2 * q + 1]),
-                         _mm512_permutex2var_pd(t[2 * q], hi2, t[2 * q + 1]));
-  const __m512i ev = _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0), od = _mm512_set_epi64(15, 13, 11, 9, 7, 5, 3, 1);
-  const __m512d r = _mm512_add_pd(_mm512_permutex2var_pd(u[0], ev, u[1]), _mm512_permutex2var_pd(u[0], od, u[1]));
-  // (the maskz forms: GCC 12 warns on the plain ones' undefined pass-through operand)
-  _mm256_storeu_ps(out, _mm512_maskz_cvtpd_ps(0xFF, r));
 }
 
 // A GEMV reads each weight once, as NW (4) streams per thread; the hardware prefetcher alone

@@ -11,7 +11,9 @@
 
 namespace strata::dsv4 {
 
-// pos must be a multiple of 128 (every compressor at a block boundary).
-SequenceState synthetic_state(const Model& model, int64_t pos, uint64_t seed);
+// pos must be a multiple of 128 (every compressor at a block boundary); index_keys: how the
+// indexer keys are stored (Model::new_sequence).
+SequenceState synthetic_state(const Model& model, int64_t pos, uint64_t seed,
+                              IndexKeyFormat index_keys = IndexKeyFormat::fp8);
 
 }  // namespace strata::dsv4
