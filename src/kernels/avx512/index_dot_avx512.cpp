@@ -136,6 +136,10 @@ void finish(const IndexQueriesFp4& q, int64_t h, __m512i s0, __m512i s1, __m512i
   _mm256_store_ps(out + 8, _mm512_cvtpd_ps(hi));
   const __mmask16 canonical = g.bad | _mm512_cmpgt_epi32_mask(g.span, _mm512_set1_epi32(kSpanLimit - (q_max - q_min)));
   float* zh = g.z + h * g.ldz;
+  if (canonical == 0 && n == 16) {
+    _mm512_storeu_ps(zh, _mm512_load_ps(out));
+    return;
+  }
   for (int j = 0; j < n; ++j) {
     if (canonical >> j & 1) {
       alignas(64) float kv[kDim];

@@ -41,29 +41,34 @@ std::vector<float> indexer_scores(const IndexerSpec& s, const float* q, const fl
   // weight role (kernels::linear: each element is the canonical dot, the same bits as
   // dot(q_h, k_t)); the chunk bounds the scratch at heads × kChunk floats whatever the context.
   constexpr int64_t kChunk = 2048;
+  // FP4 keys: integer dot products straight from the stored codes (kernels/index_dot.h), the
+  // same bits as the product below, without unpacking the keys: one split of all the keys over
+  // the threads (a split per chunk cost a wake-up and a wait 16 times per step at 128K tokens),
+  // each thread scoring its range kChunk keys at a time in its own scratch.
+  thread_local kernels::IndexQueriesFp4 qi;
+  if (keys.codec.kind == EntryCodec::Kind::index_fp4 && kernels::prepare_index_queries_fp4(q, s.heads, s.head_dim, qi)) {
+    const kernels::IndexQueriesFp4& qr = qi;  // (inside the job, `qi` would name the worker's own)
+    kernels::parallel_for((n_visible + 15) / 16, 4, [&](int64_t gb, int64_t ge) {
+      thread_local std::vector<float> zt;
+      thread_local std::vector<const uint8_t*> ptrs;
+      zt.resize(size_t(s.heads * kChunk));
+      ptrs.resize(size_t(kChunk));
+      for (int64_t t0 = gb * 16; t0 < std::min(n_visible, ge * 16); t0 += kChunk) {
+        const int64_t nt = std::min({kChunk, n_visible - t0, ge * 16 - t0});
+        for (int64_t t = 0; t < nt; ++t) ptrs[size_t(t)] = keys.entry(t0 + t);
+        kernels::index_dots_fp4(qr, ptrs.data(), nt, zt.data(), kChunk);
+        kernels::index_score(zt.data(), s.heads, nt, kChunk, weights, score.data() + t0);
+      }
+    });
+    return score;
+  }
   // The chunk's keys are unpacked from their storage format first (exact: the stored values).
   const int64_t chunk = std::min(kChunk, std::max<int64_t>(1, n_visible));
   std::vector<float> z(static_cast<size_t>(s.heads * chunk));
   thread_local std::vector<float> kf;  // reused: fresh pages per call are slow to fault in
   if (kf.size() < size_t(chunk * s.head_dim)) kf.resize(size_t(chunk * s.head_dim));
-  // FP4 keys: integer dot products straight from the stored codes (kernels/index_dot.h), the
-  // same bits as the product below, without unpacking the keys.
-  thread_local kernels::IndexQueriesFp4 qi;
-  const bool int_route = keys.codec.kind == EntryCodec::Kind::index_fp4 &&
-                         kernels::prepare_index_queries_fp4(q, s.heads, s.head_dim, qi);
-  std::vector<const uint8_t*> ptrs(int_route ? static_cast<size_t>(chunk) : 0);
   for (int64_t t0 = 0; t0 < n_visible; t0 += kChunk) {
     const int64_t nt = std::min(kChunk, n_visible - t0);
-    if (int_route) {
-      for (int64_t t = 0; t < nt; ++t) ptrs[size_t(t)] = keys.entry(t0 + t);
-      const kernels::IndexQueriesFp4& qr = qi;  // (the workers' own thread_local is another)
-      kernels::parallel_for((nt + 15) / 16, 4, [&](int64_t gb, int64_t ge) {
-        const int64_t tb = gb * 16, te = std::min(nt, ge * 16);
-        kernels::index_dots_fp4(qr, ptrs.data() + tb, te - tb, z.data() + tb, chunk);
-        kernels::index_score(z.data() + tb, s.heads, te - tb, chunk, weights, score.data() + t0 + tb);
-      });
-      continue;
-    }
     // Unpacking and the head reduction are per key, so splitting them over threads changes no bit.
     // (through a pointer: inside the job, `kf` would name the worker's own thread_local)
     float* kd = kf.data();
