@@ -1,4 +1,4 @@
-// The lightning indexer's q · k products for FP4 keys as exact integer dot products.
+// The lightning indexer's q · k products as exact integer dot products.
 //
 // The indexer scores a query (heads × 128, FP4 fake-quantized: e2m1 × a power of two per 32)
 // against every compressed key (stored as e2m1 nibbles and an e8m0 scale per 32), each product
@@ -10,6 +10,8 @@
 // that condition, or keys whose scales are 253 or more (where the fp32 value overflows), are
 // computed by the canonical dot itself. At 128K tokens of context a CSA layer scans 32K keys
 // × 64 heads per decoded token; as an fp64 product this was most of the step's growth.
+// Keys stored as FP8 (e4m3 codes and an e8m0 scale per 32, the default cache format) hold the
+// same FP4 values: each block's integers are recovered from its values (and checked).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -31,8 +33,12 @@ struct IndexQueriesFp4 {
 // times its 32-block's power of two (true of FP4 fake-quantized values), all finite.
 bool prepare_index_queries_fp4(const float* q, int64_t heads, int64_t dim, IndexQueriesFp4& out);
 
-// z[h * ldz + t] = dot(q_h, key t's values) for t < nt; keys[t] points at key t's stored bytes
-// (dim / 2 nibble bytes, low nibble the even column, then dim / 32 e8m0 scales).
-void index_dots_fp4(const IndexQueriesFp4& q, const uint8_t* const* keys, int64_t nt, float* z, int64_t ldz);
+// How the keys are stored: fp4 = dim / 2 nibble bytes (low nibble the even column) then dim / 32
+// e8m0 scales; fp8 = dim e4m3 codes then dim / 32 e8m0 scales (models/deepseek_v4/entry_codec.h).
+enum class IndexKeyCodes { fp4, fp8 };
+
+// z[h * ldz + t] = dot(q_h, key t's values) for t < nt; keys[t] points at key t's stored bytes.
+void index_dots(const IndexQueriesFp4& q, IndexKeyCodes codes, const uint8_t* const* keys, int64_t nt, float* z,
+                int64_t ldz);
 
 }  // namespace strata::kernels

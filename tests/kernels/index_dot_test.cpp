@@ -1,5 +1,6 @@
-// The indexer's FP4 q · k products (kernels/index_dot.h): every z[h][t] must be the canonical dot
-// of the query row and the key's values, whether the integer route takes the pair or not.
+// The indexer's q · k products (kernels/index_dot.h): every z[h][t] must be the canonical dot of
+// the query row and the key's values, whether the integer route takes the pair or not, for keys
+// stored as FP4 and as FP8 (the same values).
 #include "kernels/index_dot.h"
 
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "core/cpu.h"
+#include "core/numfmt.h"
 #include "kernels/convert.h"
 #include "kernels/dot.h"
 #include "kernels/quant.h"
@@ -18,7 +20,7 @@
 namespace strata::kernels {
 namespace {
 
-constexpr int64_t kDim = 128, kKeyBytes = kDim / 2 + kDim / 32;
+constexpr int64_t kDim = 128, kKeyBytes = kDim / 2 + kDim / 32, kFp8KeyBytes = kDim + kDim / 32;
 
 struct Keys {
   std::vector<uint8_t> bytes;
@@ -51,10 +53,36 @@ std::vector<float> queries(int64_t heads, std::mt19937& rng) {
 
 bool route_available() { return detected_isa() == Isa::avx512 && active_isa() == Isa::avx512; }
 
-void expect_canonical(const IndexQueriesFp4& qi, const std::vector<float>& q, const Keys& keys, int64_t nt) {
+// The same keys stored as FP8 (per 32: the e8m0 scale of the block's amax, e4m3 codes), as the
+// cache's default format holds them.
+struct Fp8Keys {
+  std::vector<uint8_t> bytes;
+  std::vector<const uint8_t*> ptrs;
+  explicit Fp8Keys(const Keys& k) : bytes(k.ptrs.size() * size_t(kFp8KeyBytes)) {
+    for (size_t t = 0; t < k.ptrs.size(); ++t) {
+      const auto v = k.values(int64_t(t));
+      uint8_t* out = bytes.data() + t * kFp8KeyBytes;
+      for (int64_t b = 0; b < kDim / 32; ++b) {
+        out[kDim + b] = fp8_block_scale_e8m0(v.data() + b * 32, 32);
+        const float sc = e8m0_to_f32(out[kDim + b]);
+        for (int64_t d = b * 32; d < (b + 1) * 32; ++d) out[d] = f32_to_e4m3(v[size_t(d)] / sc);
+      }
+    }
+    for (size_t t = 0; t < k.ptrs.size(); ++t) ptrs.push_back(bytes.data() + t * kFp8KeyBytes);
+  }
+  std::vector<float> values(int64_t t) const {
+    std::vector<float> v(static_cast<size_t>(kDim));
+    convert_ops().e4m3_blocks_to_f32(ptrs[size_t(t)], ptrs[size_t(t)] + kDim, 32, v.data(), size_t(kDim));
+    return v;
+  }
+};
+
+template <class K>
+void expect_canonical(const IndexQueriesFp4& qi, const std::vector<float>& q, const K& keys, int64_t nt,
+                      IndexKeyCodes codes) {
   const int64_t heads = qi.heads, ldz = nt + 3;
   std::vector<float> z(static_cast<size_t>(heads * ldz), -1.0f);
-  index_dots_fp4(qi, keys.ptrs.data(), nt, z.data(), ldz);
+  index_dots(qi, codes, keys.ptrs.data(), nt, z.data(), ldz);
   for (int64_t t = 0; t < nt; ++t) {
     const auto kv = keys.values(t);
     for (int64_t h = 0; h < heads; ++h) {
@@ -67,6 +95,12 @@ void expect_canonical(const IndexQueriesFp4& qi, const std::vector<float>& q, co
       }
     }
   }
+}
+
+// Both storages of the same keys.
+void expect_canonical(const IndexQueriesFp4& qi, const std::vector<float>& q, const Keys& keys, int64_t nt) {
+  expect_canonical(qi, q, keys, nt, IndexKeyCodes::fp4);
+  expect_canonical(qi, q, Fp8Keys(keys), nt, IndexKeyCodes::fp8);
 }
 
 TEST(IndexDotFp4, GivesTheCanonicalDotsForModelLikeKeys) {
@@ -118,6 +152,20 @@ TEST(IndexDotFp4, AKeyWhoseCanonicalDotRoundsIsNotTakenByTheRoute) {
   }
   EXPECT_EQ(dot(q.data(), keys.values(0).data(), kDim), 0.0f);  // the rounding happens
   expect_canonical(qi, q, keys, 3);
+}
+
+// FP8-stored keys whose values are not FP4 values (a block needing integers past 12), or hold
+// a NaN code: the canonical dot, the group's other keys the route.
+TEST(IndexDotFp4, Fp8KeysOutsideTheFp4ValuesGetTheCanonicalDot) {
+  if (!route_available()) GTEST_SKIP() << "AVX-512 not active";
+  std::mt19937 rng(7);
+  const auto q = queries(8, rng);
+  IndexQueriesFp4 qi;
+  ASSERT_TRUE(prepare_index_queries_fp4(q.data(), 8, kDim, qi));
+  Fp8Keys keys(Keys(20, 110, 6, rng));
+  keys.bytes[size_t(3 * kFp8KeyBytes + 5)] = 0xFE;   // -1.75 · 2^8: -14 units of the block's amax / 8
+  keys.bytes[size_t(11 * kFp8KeyBytes + 70)] = 0x7F;  // NaN
+  expect_canonical(qi, q, keys, 20, IndexKeyCodes::fp8);
 }
 
 TEST(IndexDotFp4, RefusesQueriesThatAreNotFp4Quantized) {

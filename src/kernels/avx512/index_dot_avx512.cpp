@@ -107,12 +107,54 @@ namespace {
 
 // What the 16 keys of a group share in every head's finish.
 struct KeyGroup {
+  IndexKeyCodes codes;
   __m512i scale[kBlocks];  // e8m0 codes per block, lane = key
-  __mmask16 bad;           // a scale past kMaxScaleCode
+  __mmask16 bad;           // keys whose values the route cannot take (scale, NaN, not FP4 values)
   __m512i span;            // max - min of the key's scales
   float* z;                // z + t0
   int64_t ldz;
 };
+
+// A key's fp32 values as the cache's unpack gives them.
+void key_values(IndexKeyCodes codes, const uint8_t* k, float* kv) {
+  if (codes == IndexKeyCodes::fp4)
+    convert_ops().e2m1_blocks_to_f32(k, k + kCodeBytes, size_t(kBlock), kv, size_t(kDim));
+  else
+    convert_ops().e4m3_blocks_to_f32(k, k + kDim, size_t(kBlock), kv, size_t(kDim));
+}
+
+// FP8-stored keys hold FP4 fake-quantized values: per 32-block, value = k · 2^E with k an
+// integer in [-12, 12] for E = ilogb(amax) - 3 (what the FP4 quantizer makes; checked, else the
+// key is marked bad). Writes the key's bytes k + 12 (even columns, then odd) and E + 128, the
+// e8m0 code an FP4 key would store for the same values (value = (k / 2) · 2^(code - 127)).
+bool fp8_key_bytes(const uint8_t* k, uint8_t* bytes, int32_t* code) {
+  alignas(64) float v[kDim];
+  key_values(IndexKeyCodes::fp8, k, v);
+  const __m512i evens = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+  const __m512i odds = _mm512_add_epi32(evens, _mm512_set1_epi32(1)), twelve = _mm512_set1_epi32(12);
+  bool ok = true;
+  for (int64_t b = 0; b < kBlocks; ++b) {
+    const __m512 a = _mm512_load_ps(v + b * kBlock), c = _mm512_load_ps(v + b * kBlock + 16);
+    const __mmask16 nan = _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(c, c, _CMP_UNORD_Q);
+    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(a), _mm512_abs_ps(c)));
+    const int e = amax > 0 && amax <= 3.4e38f ? std::ilogb(amax) - 3 : 0;
+    ok = ok && nan == 0 && amax <= 3.4e38f;
+    const __m512 m = _mm512_set1_ps(float(-e));
+    const __m512 as = _mm512_scalef_ps(a, m), cs = _mm512_scalef_ps(c, m);
+    const __m512i ia = _mm512_cvtps_epi32(as), ic = _mm512_cvtps_epi32(cs);
+    const __mmask16 inexact = _mm512_cmp_ps_mask(_mm512_cvtepi32_ps(ia), as, _CMP_NEQ_UQ) |
+                              _mm512_cmp_ps_mask(_mm512_cvtepi32_ps(ic), cs, _CMP_NEQ_UQ) |
+                              _mm512_cmpgt_epi32_mask(_mm512_abs_epi32(ia), twelve) |
+                              _mm512_cmpgt_epi32_mask(_mm512_abs_epi32(ic), twelve);
+    ok = ok && inexact == 0;
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(bytes + 16 * b),
+                     _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_permutex2var_epi32(ia, evens, ic), twelve)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(bytes + kCodeBytes + 16 * b),
+                     _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_permutex2var_epi32(ia, odds, ic), twelve)));
+    code[b] = e + 128;
+  }
+  return ok;
+}
 
 // Head h's 16 block sums (per block, lane = key) to z[h][t0 ..]: exact in fp64, rounded once;
 // pairs outside the condition get the canonical dot of the values.
@@ -143,8 +185,7 @@ void finish(const IndexQueriesFp4& q, int64_t h, __m512i s0, __m512i s1, __m512i
   for (int j = 0; j < n; ++j) {
     if (canonical >> j & 1) {
       alignas(64) float kv[kDim];
-      const uint8_t* k = keys[t0 + j];
-      convert_ops().e2m1_blocks_to_f32(k, k + kCodeBytes, size_t(kBlock), kv, size_t(kDim));
+      key_values(g.codes, keys[t0 + j], kv);
       zh[j] = dot(q.values + h * kDim, kv, kDim);
     } else {
       zh[j] = out[j];
@@ -154,7 +195,8 @@ void finish(const IndexQueriesFp4& q, int64_t h, __m512i s0, __m512i s1, __m512i
 
 }  // namespace
 
-void index_dots_fp4(const IndexQueriesFp4& q, const uint8_t* const* keys, int64_t nt, float* z, int64_t ldz) {
+void index_dots(const IndexQueriesFp4& q, IndexKeyCodes key_codes, const uint8_t* const* keys, int64_t nt, float* z,
+                int64_t ldz) {
   alignas(64) int8_t table_bytes[64];
   for (int i = 0; i < 64; ++i) {
     const float v = e2m1_to_f32(uint8_t(i % 16));
@@ -166,15 +208,31 @@ void index_dots_fp4(const IndexQueriesFp4& q, const uint8_t* const* keys, int64_
   for (int64_t t0 = 0; t0 < nt; t0 += 16) {
     const int n = int(std::min<int64_t>(16, nt - t0));
     __m512i v[16];
-    for (int j = 0; j < 16; ++j) {
-      const uint8_t* k = keys[t0 + (j < n ? j : 0)];  // a partial group repeats its first key
-      v[j] = _mm512_loadu_si512(k);
-      for (int b = 0; b < kBlocks; ++b) scale[b][j] = k[kCodeBytes + b];
-    }
-    transpose16(v);
-    for (int g = 0; g < 16; ++g) {
-      codes[g] = _mm512_shuffle_epi8(table, _mm512_and_si512(v[g], low4));
-      codes[16 + g] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v[g], 4), low4));
+    __mmask16 bad = 0;
+    if (key_codes == IndexKeyCodes::fp4) {
+      for (int j = 0; j < 16; ++j) {
+        const uint8_t* k = keys[t0 + (j < n ? j : 0)];  // a partial group repeats its first key
+        v[j] = _mm512_loadu_si512(k);
+        for (int b = 0; b < kBlocks; ++b) scale[b][j] = k[kCodeBytes + b];
+      }
+      transpose16(v);
+      for (int g = 0; g < 16; ++g) {
+        codes[g] = _mm512_shuffle_epi8(table, _mm512_and_si512(v[g], low4));
+        codes[16 + g] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v[g], 4), low4));
+      }
+    } else {
+      __m512i odd[16];
+      for (int j = 0; j < 16; ++j) {
+        alignas(64) uint8_t bytes[kDim];
+        int32_t code[kBlocks];
+        if (!fp8_key_bytes(keys[t0 + (j < n ? j : 0)], bytes, code)) bad = __mmask16(bad | (1u << j));
+        v[j] = _mm512_load_si512(bytes);
+        odd[j] = _mm512_load_si512(bytes + kCodeBytes);
+        for (int b = 0; b < kBlocks; ++b) scale[b][j] = code[b];
+      }
+      transpose16(v);
+      transpose16(odd);
+      for (int g = 0; g < 16; ++g) codes[g] = v[g], codes[16 + g] = odd[g];
     }
     KeyGroup group;
     __m512i sk_max = _mm512_set1_epi32(INT_MIN), sk_min = _mm512_set1_epi32(INT_MAX);
@@ -183,7 +241,8 @@ void index_dots_fp4(const IndexQueriesFp4& q, const uint8_t* const* keys, int64_
       sk_max = _mm512_max_epi32(sk_max, group.scale[b]);
       sk_min = _mm512_min_epi32(sk_min, group.scale[b]);
     }
-    group.bad = _mm512_cmpgt_epi32_mask(sk_max, _mm512_set1_epi32(kMaxScaleCode));
+    group.codes = key_codes;
+    group.bad = key_codes == IndexKeyCodes::fp4 ? _mm512_cmpgt_epi32_mask(sk_max, _mm512_set1_epi32(kMaxScaleCode)) : bad;
     group.span = _mm512_sub_epi32(sk_max, sk_min);
     group.z = z + t0;
     group.ldz = ldz;

@@ -41,12 +41,13 @@ std::vector<float> indexer_scores(const IndexerSpec& s, const float* q, const fl
   // weight role (kernels::linear: each element is the canonical dot, the same bits as
   // dot(q_h, k_t)); the chunk bounds the scratch at heads × kChunk floats whatever the context.
   constexpr int64_t kChunk = 2048;
-  // FP4 keys: integer dot products straight from the stored codes (kernels/index_dot.h), the
-  // same bits as the product below, without unpacking the keys: one split of all the keys over
+  // Integer dot products straight from the stored codes (kernels/index_dot.h), the same bits
+  // as the product below, without unpacking the keys to fp32: one split of all the keys over
   // the threads (a split per chunk cost a wake-up and a wait 16 times per step at 128K tokens),
   // each thread scoring its range kChunk keys at a time in its own scratch.
   thread_local kernels::IndexQueriesFp4 qi;
-  if (keys.codec.kind == EntryCodec::Kind::index_fp4 && kernels::prepare_index_queries_fp4(q, s.heads, s.head_dim, qi)) {
+  if (keys.codec.kind != EntryCodec::Kind::kv && kernels::prepare_index_queries_fp4(q, s.heads, s.head_dim, qi)) {
+    const auto codes = keys.codec.kind == EntryCodec::Kind::index_fp4 ? kernels::IndexKeyCodes::fp4 : kernels::IndexKeyCodes::fp8;
     const kernels::IndexQueriesFp4& qr = qi;  // (inside the job, `qi` would name the worker's own)
     kernels::parallel_for((n_visible + 15) / 16, 4, [&](int64_t gb, int64_t ge) {
       thread_local std::vector<float> zt;
@@ -56,7 +57,7 @@ std::vector<float> indexer_scores(const IndexerSpec& s, const float* q, const fl
       for (int64_t t0 = gb * 16; t0 < std::min(n_visible, ge * 16); t0 += kChunk) {
         const int64_t nt = std::min({kChunk, n_visible - t0, ge * 16 - t0});
         for (int64_t t = 0; t < nt; ++t) ptrs[size_t(t)] = keys.entry(t0 + t);
-        kernels::index_dots_fp4(qr, ptrs.data(), nt, zt.data(), kChunk);
+        kernels::index_dots(qr, codes, ptrs.data(), nt, zt.data(), kChunk);
         kernels::index_score(zt.data(), s.heads, nt, kChunk, weights, score.data() + t0);
       }
     });
