@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -68,6 +69,16 @@ struct Prepared {
 };
 
 uint32_t bits(float v) { return std::bit_cast<uint32_t>(v); }
+
+// The linear kernels' scratch holds the route's slices: in / 2 doubles per activation row.
+TEST(Fp4IntRoute, ItsScratchFitsTheLinearScratch) {
+  for (int64_t in : {512, 4096, 65536}) {
+    EXPECT_LE(avx512::fp4_int_scratch_bytes(in), in / 2 * int64_t(sizeof(double)));
+    EXPECT_GE(avx512::linear_panel_doubles(in, 1), in / 2);
+    for (int64_t rows : {2, 5, 16, 17, 300})
+      EXPECT_GE(avx512::linear_panel_doubles(in, rows), std::min<int64_t>(rows, avx512::kIntRouteRows) * (in / 2));
+  }
+}
 
 TEST(Fp4IntRoute, TakesEveryRowOfAModelLikeProductWithTheCanonicalBits) {
   for (int64_t in : {512, 2048, 4096}) {
