@@ -324,14 +324,14 @@ void gemv_fp8_rows(const LinearWeight& w, const double* xs, float* y, bool rb, i
   for (int i = 0; i < NW; ++i) y[n + i] = finish(lo[i], hi[i], rb);
 }
 
-// FP8 with one activation row, the faster form (1.7x gemv_fp8_rows from L2): each e4m3 byte
+// FP8, the faster form (1.7x gemv_fp8_rows from L2, one row): each e4m3 byte
 // sign-extended to a 64-bit lane and shifted left 49 puts its exponent in the low 4 bits of
 // fp64's and its mantissa at the top of fp64's; with the sign's copies above cleared (bit 63
 // kept) that fp64 is exactly the e4m3 value × 2^-1016 (an e4m3 subnormal becomes an fp64
 // subnormal, zero stays zero), in column order. The 2^1016 goes on x with the block scale:
 // xs = (x · scale) · 2^1016, finite and exact while |x · scale| < 2^8, which gemv_fp8 checks
-// per band (else the f16 form above). No shuffle, no conversion: 3 integer operations per 8
-// weights. 16 columns per step, 4 rows.
+// per band (else the f16 form above for one row, the per-weight decoder for several). No
+// shuffle, no conversion: 3 integer operations per 8 weights, as a Row of the GEMVs below.
 inline __m512d e4m3_times_2m1016(const uint8_t* q, __m512i keep) {
   const __m512i v = _mm512_cvtepi8_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q)));
   return _mm512_castsi512_pd(_mm512_and_si512(_mm512_slli_epi64(v, 49), keep));
@@ -352,7 +352,9 @@ struct Fp8BitsRow {  // the weight side of the bits form (x carries scale · 2^1
   }
 };
 
-// 1 to kGemvMaxRows activation rows (xs: rows × in doubles of scratch).
+// FP8 GEMV of 1 to kGemvMaxRows activation rows, band by band: the bits form where the band's
+// scales and the activations allow it, else the f16 form (one row) or the per-weight decoder
+// (xs: rows × in doubles of scratch).
 void gemv_fp8(const LinearWeight& w, const double* x, int64_t rows, float* y, bool rb, int64_t nb, int64_t ne,
               double* xs) {
   const int64_t blocks = w.in / 128;
