@@ -21,6 +21,7 @@
 #include <cmath>
 
 #include "core/numfmt.h"
+#include "kernels/avx512/int_blocks.h"
 
 namespace strata::kernels::avx512 {
 namespace {
@@ -36,15 +37,6 @@ int ceil_log2(int64_t v) {
   int b = 0;
   while ((int64_t(1) << b) < v) ++b;
   return b;
-}
-
-// The 16 e2m1 codes as 2·value + 12 (0 .. 24), repeated for vpermb's 64-byte table.
-__m512i e2m1_offset_table() {
-  alignas(64) static const int8_t t[64] = {
-      12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0, 12, 13, 14, 15, 16, 18,
-      20, 24, 12, 11, 10, 9,  8,  6,  4,  0,  12, 13, 14, 15, 16, 18, 20, 24, 12, 11,
-      10, 9,  8,  6,  4,  0,  12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9,  8,  6,  4, 0};
-  return _mm512_load_si512(t);
 }
 
 // Signed byte digit of v (in [-128, 127]) and the rest, (v - digit) / 256, both exact.
@@ -148,7 +140,6 @@ __attribute__((target("avx512vbmi"))) bool fp4_int_row(const LinearWeight& w, co
   const uint8_t* sr = w.scale + n * (in / 32);
   const __m512i table = e2m1_offset_table(), zero = _mm512_setzero_si512();
   const __m128i block_order = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-  const __m512i bias = _mm512_set1_epi32(1023);
   __m512d acc_lo = _mm512_setzero_pd(), acc_hi = _mm512_setzero_pd();
   __m512i e_max = _mm512_set1_epi32(INT_MIN), e_min = _mm512_set1_epi32(INT_MAX), code_max = zero;
   for (int64_t p = 0; p < in / 512; ++p) {
@@ -178,11 +169,7 @@ __attribute__((target("avx512vbmi"))) bool fp4_int_row(const LinearWeight& w, co
     e_max = _mm512_max_epi32(e_max, e);
     e_min = _mm512_min_epi32(e_min, e);
     code_max = _mm512_max_epi32(code_max, code);
-    const __m512i eb = _mm512_add_epi32(e, bias);  // 2^e as fp64 bits (e is well inside the normal range)
-    const __m512d p_lo = _mm512_castsi512_pd(_mm512_slli_epi64(_mm512_cvtepi32_epi64(_mm512_castsi512_si256(eb)), 52));
-    const __m512d p_hi = _mm512_castsi512_pd(_mm512_slli_epi64(_mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(eb, 1)), 52));
-    acc_lo = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(sum)), p_lo, acc_lo);
-    acc_hi = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(sum, 1)), p_hi, acc_hi);
+    add_scaled(sum, e, acc_lo, acc_hi);
   }
   const int span_limit = 53 - kBlockSumBits - ceil_log2(in / 32);
   if (lane_max(code_max) > kMaxScaleCode) return false;

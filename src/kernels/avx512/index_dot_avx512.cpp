@@ -22,7 +22,7 @@
 #include <cstring>
 
 #include "core/cpu.h"
-#include "core/numfmt.h"
+#include "kernels/avx512/int_blocks.h"
 #include "kernels/convert.h"
 #include "kernels/dot.h"
 
@@ -58,10 +58,6 @@ inline void transpose16(__m512i v[16]) {
     t[c + 12] = _mm512_shuffle_i32x4(b1, b3, 0xDD);
   }
   for (int i = 0; i < 16; ++i) v[i] = t[i];
-}
-
-inline __m512d pow2(__m256i e) {  // 2^e for e well inside fp64's normal range
-  return _mm512_castsi512_pd(_mm512_slli_epi64(_mm512_cvtepi32_epi64(_mm256_add_epi32(e, _mm256_set1_epi32(1023))), 52));
 }
 
 }  // namespace
@@ -170,8 +166,7 @@ void finish(const IndexQueriesFp4& q, int64_t h, __m512i s0, __m512i s1, __m512i
     const __m512i sum = _mm512_sub_epi32(sums[b], _mm512_set1_epi32(q.corr[size_t(h * kBlocks + b)]));
     // term = q_int · k_int · 2^(E + scale - 127 - 1), with qe = E - 128 (k_int = 2 · e2m1)
     const __m512i e = _mm512_add_epi32(g.scale[b], _mm512_set1_epi32(qe));
-    lo = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(sum)), pow2(_mm512_castsi512_si256(e)), lo);
-    hi = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(sum, 1)), pow2(_mm512_extracti64x4_epi64(e, 1)), hi);
+    avx512::add_scaled(sum, e, lo, hi);
   }
   alignas(64) float out[16];
   _mm256_store_ps(out, _mm512_cvtpd_ps(lo));
@@ -197,12 +192,7 @@ void finish(const IndexQueriesFp4& q, int64_t h, __m512i s0, __m512i s1, __m512i
 
 void index_dots(const IndexQueriesFp4& q, IndexKeyCodes key_codes, const uint8_t* const* keys, int64_t nt, float* z,
                 int64_t ldz) {
-  alignas(64) int8_t table_bytes[64];
-  for (int i = 0; i < 64; ++i) {
-    const float v = e2m1_to_f32(uint8_t(i % 16));
-    table_bytes[i] = int8_t(int(2 * v) + 12);
-  }
-  const __m512i table = _mm512_load_si512(table_bytes), low4 = _mm512_set1_epi8(0x0F);
+  const __m512i table = avx512::e2m1_offset_table(), low4 = _mm512_set1_epi8(0x0F);
   alignas(64) __m512i codes[32];
   alignas(64) int32_t scale[kBlocks][16];
   for (int64_t t0 = 0; t0 < nt; t0 += 16) {
