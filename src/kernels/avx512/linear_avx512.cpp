@@ -407,19 +407,11 @@ void gemv_fp8(const LinearWeight& w, const double* x, int64_t rows, float* y, bo
   }
 }
 
-// FP4 with one activation row: the exact integer route (fp4_int.h) for every row that meets
-// its condition, the fp64 decoder for the rest (and for an activation not FP8-quantized).
-void gemv_fp4(const LinearWeight& w, const double* x, float* y, bool rb, int64_t nb, int64_t ne, double* scratch) {
-  Fp4IntActivation a;
-  if (!fp4_int_supported(w) || !fp4_int_prepare(x, w.in, scratch, a)) return gemv<Fp4Row>(w, x, y, rb, nb, ne);
-  for (int64_t n = nb; n < ne; ++n)
-    if (!fp4_int_row(w, a, n, y, rb)) gemv_block<Fp4Row, 1>(w, x, y, rb, n);
-}
-
-// FP4 with several activation rows (a batch's tokens routed to one expert, a prompt's): the
-// integer route per (weight row, activation row), kIntRouteRows activation rows at a time, each
-// weight row read once per group and from L1 for the group's other rows. 3x the fp64 panel on
-// a flash-2l expert at 2 to 64 rows (its weight decoding and fp64 FMAs against byte products).
+// FP4, any number of activation rows: the exact integer route (fp4_int.h) per (weight row,
+// activation row) that meets its condition, the fp64 decoder per output for the rest, and for
+// a whole activation row not FP8-quantized. kIntRouteRows activation rows at a time, each weight
+// row read once per group and from L1 for the group's other rows: 3x the fp64 panel on a
+// flash-2l expert at 2 to 64 rows (its weight decoding and fp64 FMAs against byte products).
 void gemm_fp4_int(const LinearWeight& w, const double* x, int64_t rows, float* y, bool rb, int64_t nb, int64_t ne,
                   double* scratch) {
   Fp4IntActivation a[kIntRouteRows];
@@ -428,10 +420,13 @@ void gemm_fp4_int(const LinearWeight& w, const double* x, int64_t rows, float* y
     const int64_t g = std::min(kIntRouteRows, rows - r0);
     const double* xg = x + r0 * w.in;
     float* yg = y + r0 * w.out;
-    for (int64_t r = 0; r < g; ++r) ok[r] = fp4_int_prepare(xg + r * w.in, w.in, scratch + r * (w.in / 2), a[r]);
+    for (int64_t r = 0; r < g; ++r) {
+      ok[r] = fp4_int_prepare(xg + r * w.in, w.in, scratch + r * (w.in / 2), a[r]);
+      if (!ok[r]) gemv<Fp4Row>(w, xg + r * w.in, yg + r * w.out, rb, nb, ne);
+    }
     for (int64_t n = nb; n < ne; ++n)
       for (int64_t r = 0; r < g; ++r)
-        if (!ok[r] || !fp4_int_row(w, a[r], n, yg + r * w.out, rb)) gemv_block<Fp4Row, 1>(w, xg + r * w.in, yg + r * w.out, rb, n);
+        if (ok[r] && !fp4_int_row(w, a[r], n, yg + r * w.out, rb)) gemv_block<Fp4Row, 1>(w, xg + r * w.in, yg + r * w.out, rb, n);
   }
 }
 
@@ -553,20 +548,15 @@ inline int64_t row_block(int64_t in, int64_t rows) {
 
 template <class Row>
 void run(const LinearWeight& w, const double* x, int64_t rows, float* y, bool rb, int64_t nb, int64_t ne, double* panel) {
-  if (rows == 1) {
-    if constexpr (std::is_same_v<Row, Fp8Row>)
-      if (w.in % 128 == 0) return gemv_fp8(w, x, 1, y, rb, nb, ne, panel);
-    if constexpr (std::is_same_v<Row, Fp4Row>) return gemv_fp4(w, x, y, rb, nb, ne, panel);
-    return gemv<Row>(w, x, y, rb, nb, ne);
-  }
-  if constexpr (!std::is_same_v<Row, Fp4Row>)  // (FP4: the integer route below)
-    if (rows <= kGemvMaxRows) {
-      if constexpr (std::is_same_v<Row, Fp8Row>)
-        if (w.in % 128 == 0) return gemv_fp8(w, x, rows, y, rb, nb, ne, panel);
-      return gemv_rows<Row>(w, x, rows, y, rb, nb, ne);
-    }
   if constexpr (std::is_same_v<Row, Fp4Row>)
     if (fp4_int_supported(w)) return gemm_fp4_int(w, x, rows, y, rb, nb, ne, panel);
+  // (FP4 outside the integer route keeps the fp64 panel from 2 rows: the few-row GEMV was not
+  // measured against it there)
+  if (rows == 1 || (rows <= kGemvMaxRows && !std::is_same_v<Row, Fp4Row>)) {
+    if constexpr (std::is_same_v<Row, Fp8Row>)
+      if (w.in % 128 == 0) return gemv_fp8(w, x, rows, y, rb, nb, ne, panel);
+    return gemv_rows<Row>(w, x, rows, y, rb, nb, ne);
+  }
   const int64_t step = row_block(w.in, rows);
   for (int64_t r0 = 0; r0 < rows; r0 += step)  // each output's dot is the same whatever the split
     gemm<Row>(w, x + r0 * w.in, std::min(step, rows - r0), y + r0 * w.out, rb, nb, ne, panel);
