@@ -15,6 +15,11 @@ constexpr int64_t kAlign = 64;  // a cache line: every spec's data starts on one
 int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 }  // namespace
 
+int64_t CachePool::sequence_bytes_bound(const CacheLayout& layout, int64_t context) {
+  const int64_t pad = kAlign * int64_t(layout.specs.size());
+  return layout.fixed_bytes() + pad + layout.blocks_for(context) * (layout.block_bytes() + pad);
+}
+
 CachePool::CachePool(CacheLayout layout, int64_t capacity_bytes, bool populate) : layout_(std::move(layout)) {
   if (capacity_bytes <= 0) throw Error("cache pool: the capacity must be positive");
   // Offsets: growing specs inside a block, fixed specs inside a slot, in layout order.

@@ -46,6 +46,10 @@ class CachePool {
   CachePool(const CachePool&) = delete;
   CachePool& operator=(const CachePool&) = delete;
 
+  // Room one sequence of `context` tokens can take, alignment padding included (an upper
+  // bound: every spec padded by a full cache line): what a pool for n such sequences maps n of.
+  static int64_t sequence_bytes_bound(const CacheLayout& layout, int64_t context);
+
   const CacheLayout& layout() const { return layout_; }
   int64_t capacity() const { return capacity_; }
 

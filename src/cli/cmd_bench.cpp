@@ -17,8 +17,11 @@
 #include "core/process_stats.h"
 #include "kernels/parallel.h"
 #include "kernels/probe.h"
+#include "cache/pool.h"
+#include "models/deepseek_v4/cache_layout.h"
 #include "models/deepseek_v4/model.h"
 #include "models/deepseek_v4/params.h"
+#include "models/deepseek_v4/pool_binding.h"
 #include "models/deepseek_v4/synthetic_state.h"
 
 namespace strata::cli {
@@ -126,13 +129,23 @@ void run_bench(const Opts& o) {
                  {"achieved_gbps", achieved}, {"roofline_tokens_per_s", bw > 0 ? bw * 1e9 / traffic.total() : 0},
                  {"pct_of_roofline", bw > 0 ? 100 * achieved / bw : 0}};
   if (!o.contexts.empty()) {
-    // Decode at long context from a synthetic state (models/deepseek_v4/synthetic_state.h):
-    // one warm-up step, then the mean of context_steps steps.
+    // Decode at long context from a synthetic state (models/deepseek_v4/synthetic_state.h),
+    // placed in a cache pool as the engine places a request's (its entries in pool blocks
+    // reserved ahead, not in vectors that reallocate and copy ~20 MB of entries as they grow
+    // at 128K): one warm-up step, then the mean of context_steps steps.
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
     double first_ms = 0;
+    dsv4::CacheLayoutOptions lo;
+    lo.index_keys = index_keys;
+    const cache::CacheLayout layout = dsv4::cache_layout(cfg, lo);
     for (int64_t ctx : o.contexts) {
       const int64_t pos = std::max<int64_t>(128, ctx / 128 * 128);
       auto cs = dsv4::synthetic_state(*model, pos, uint64_t(pos), index_keys);
+      const int64_t steps_ahead = pos + 1 + o.context_steps;
+      cache::CachePool pool(layout, cache::CachePool::sequence_bytes_bound(layout, steps_ahead), true);
+      cache::PoolSeq seq;
+      if (!pool.reserve(seq, steps_ahead)) throw Error("bench: the long-context cache pool is too small");
+      dsv4::bind_to_pool(cs, pool, seq);
       int64_t tok = 1;
       model->decode(cs, tok);
       auto tc = std::chrono::steady_clock::now();

@@ -128,8 +128,7 @@ Engine::Engine(std::shared_ptr<dsv4::Model> model, std::shared_ptr<const Tokeniz
   if (I.opt.max_running < 1) throw Error("engine: max_running must be at least 1");
   if (I.opt.max_batch_tokens < 1) throw Error("engine: max_batch_tokens must be at least 1");
   I.pool_budget = options.pool_bytes > 0 ? options.pool_bytes
-                                         : I.opt.max_running * (I.layout.fixed_bytes() + 64 * int64_t(I.layout.specs.size()) +
-                                                                I.layout.blocks_for(I.max_context) * (I.layout.block_bytes() + 64 * int64_t(I.layout.specs.size())));
+                                         : I.opt.max_running * cache::CachePool::sequence_bytes_bound(I.layout, I.max_context);
   I.pool = std::make_unique<cache::CachePool>(I.layout, I.pool_budget);
   if (cfg.eos_token_id >= 0) I.eos.push_back(int32_t(cfg.eos_token_id));
   if (I.tok->eos_id() >= 0 && I.tok->eos_id() != cfg.eos_token_id) I.eos.push_back(I.tok->eos_id());

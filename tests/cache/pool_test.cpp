@@ -37,6 +37,22 @@ TEST(CachePool, RequestHoldsTheLedgersBytes) {
   EXPECT_EQ(s.slot, -1);
 }
 
+// sequence_bytes_bound: a pool of n bounds holds n sequences of that context (alignment padding
+// included), and the bound is not loose by more than a cache line per spec and block.
+TEST(CachePool, SequenceBytesBoundHoldsThatManySequences) {
+  const auto l = small_layout();
+  for (int64_t context : {1, 128, 129, 5000}) {
+    const int64_t bound = CachePool::sequence_bytes_bound(l, context);
+    CachePool pool(l, 3 * bound);
+    PoolSeq a, b, c, d;
+    EXPECT_TRUE(pool.reserve(a, context) && pool.reserve(b, context) && pool.reserve(c, context)) << context;
+    const int64_t held = pool.slot_stride() + l.blocks_for(context) * pool.block_stride();
+    EXPECT_LE(held, bound);
+    EXPECT_LE(bound - held, 64 * int64_t(l.specs.size()) * (1 + l.blocks_for(context)));
+    if (3 * (bound - held) < held) EXPECT_FALSE(pool.reserve(d, context)) << context;  // no room for a 4th
+  }
+}
+
 // Speculative tokens reserve ahead; a rollback shrinks back to exactly the ledger's bytes, and a
 // shared block only loses this sequence's reference.
 TEST(CachePool, ShrinkAfterRollbackHoldsTheLedgersBytes) {
