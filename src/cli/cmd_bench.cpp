@@ -154,7 +154,7 @@ void run_bench(const Opts& o) {
       if (first_ms == 0) first_ms = ms;
       const auto tr = dsv4::decode_traffic(cfg, pos);
       rows.push_back({{"context", pos}, {"step_ms", ms}, {"ratio_to_first", ms / first_ms},
-                      {"bytes_per_token", tr.total()}, {"cache_bytes", tr.caches}});
+                      {"bytes_per_token", tr.total()}, {"cache_bytes", tr.caches}, {"pool_bytes", pool.bytes_in_use()}});
     }
     j["long_context"] = rows;
   }
@@ -223,7 +223,8 @@ void run_bench(const Opts& o) {
                   r["tokens_per_s"].get<double>(), r["ratio_to_first"].get<double>());
   }
   if (j.contains("long_context")) {
-    std::printf("decode step at long context (synthetic state; %lld steps each):\n", (long long)o.context_steps);
+    std::printf("decode step at long context (synthetic state in a cache pool; %lld steps each):\n",
+                (long long)o.context_steps);
     for (const auto& r : j["long_context"])
       std::printf("  context %8lld: %8.1f ms/token  %.2fx the first  (%.1f MB read per token, caches %.1f MB)\n",
                   (long long)r["context"].get<int64_t>(), r["step_ms"].get<double>(), r["ratio_to_first"].get<double>(),

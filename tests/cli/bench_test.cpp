@@ -1,0 +1,59 @@
+// `strata bench` end to end through the binary, on a small random checkpoint: the long-context
+// steps run from a state placed in a cache pool (as the engine places a request), and their
+// JSON rows say so with the pool's bytes for that context.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "cache/cache_spec.h"
+#include "models/deepseek_v4/cache_layout.h"
+#include "models/deepseek_v4/make_model.h"
+#include "models/deepseek_v4/presets.h"
+#include "run_command.h"
+
+namespace strata {
+namespace {
+namespace fs = std::filesystem;
+using test::run_strata;
+using test::shell_quote;
+
+struct TinyDir {
+  std::string dir = (fs::temp_directory_path() / ("strata_cli_bench_" + std::to_string(::getpid()))).string();
+  TinyDir() {
+    dsv4::MakeModelOptions o;
+    o.config = dsv4::preset_config("flash-tiny");
+    o.seed = 4;
+    o.out_dir = dir;
+    o.tokenizer_dir = std::string(STRATA_SHARED_DIR) + "/tokenizers/deepseek-v3";
+    dsv4::make_model(o);
+  }
+  ~TinyDir() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+};
+
+TEST(Bench, LongContextStepsRunFromAPooledState) {
+  TinyDir tiny;
+  auto r = run_strata("bench --model " + shell_quote(tiny.dir) +
+                      " --skip-probes --json --prompt-tokens 4 --decode-tokens 2 --context 256 1024 --context-steps 3");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j.contains("long_context")) << r.out;
+  const auto& rows = j["long_context"];
+  ASSERT_EQ(rows.size(), 2u);
+  const auto layout = dsv4::cache_layout(dsv4::preset_config("flash-tiny"));
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const int64_t ctx = rows[i]["context"].get<int64_t>();
+    EXPECT_EQ(ctx, i == 0 ? 256 : 1024);
+    EXPECT_GT(rows[i]["step_ms"].get<double>(), 0.0);
+    // the pool holds the state at its context plus the warm-up and the timed steps: the ledger's bytes
+    EXPECT_EQ(rows[i]["pool_bytes"].get<int64_t>(), layout.bytes_for(ctx + 1 + 3)) << ctx;
+  }
+}
+
+}  // namespace
+}  // namespace strata
