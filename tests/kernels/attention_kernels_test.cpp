@@ -79,6 +79,24 @@ TEST(TopK, LargestFirstTiesToLowerIndex) {
   EXPECT_TRUE(topk(v.data(), 7, 0).empty());
 }
 
+// The streaming top-k (a heap of k) against a full sort of every index, on values with many
+// ties, for k from 0 past n.
+TEST(TopK, StreamingMatchesAFullSort) {
+  std::mt19937 rng(9);
+  for (int64_t n : {1, 2, 37, 1000, 5000}) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (auto& x : v) x = float(int(rng() % 23)) * 0.25f - 2.0f;
+    std::vector<int64_t> all(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) all[size_t(i)] = i;
+    std::stable_sort(all.begin(), all.end(), [&](int64_t a, int64_t b) { return v[size_t(a)] > v[size_t(b)]; });
+    for (int64_t k : {int64_t(0), int64_t(1), int64_t(7), n / 2, n - 1, n, n + 3}) {
+      const auto got = topk(v.data(), n, k);
+      const std::vector<int64_t> want(all.begin(), all.begin() + std::clamp<int64_t>(k, 0, n));
+      EXPECT_EQ(got, want) << "n " << n << " k " << k;
+    }
+  }
+}
+
 TEST(Hadamard, OrthonormalAndSylvesterOrder) {
   std::vector<float> x = {1, 0, 0, 0};
   hadamard(x.data(), 4, false);
