@@ -20,8 +20,10 @@ int64_t CachePool::sequence_bytes_bound(const CacheLayout& layout, int64_t conte
   return layout.fixed_bytes() + pad + layout.blocks_for(context) * (layout.block_bytes() + pad);
 }
 
-CachePool::CachePool(CacheLayout layout, int64_t capacity_bytes, bool populate) : layout_(std::move(layout)) {
+CachePool::CachePool(CacheLayout layout, int64_t capacity_bytes, bool populate, int64_t workspace_bytes)
+    : layout_(std::move(layout)) {
   if (capacity_bytes <= 0) throw Error("cache pool: the capacity must be positive");
+  if (workspace_bytes < 0) throw Error("cache pool: the workspace cannot be negative");
   // Offsets: growing specs inside a block, fixed specs inside a slot, in layout order.
   int64_t block_off = 0, slot_off = 0;
   for (const auto& s : layout_.specs) {
@@ -36,19 +38,21 @@ CachePool::CachePool(CacheLayout layout, int64_t capacity_bytes, bool populate) 
   block_stride_ = std::max<int64_t>(block_off, kAlign);
   slot_stride_ = std::max<int64_t>(slot_off, kAlign);
   capacity_ = align_up(capacity_bytes, kAlign);
-  void* p = ::mmap(nullptr, size_t(capacity_), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  workspace_ = align_up(workspace_bytes, kAlign);
+  const int64_t mapped = capacity_ + workspace_;
+  void* p = ::mmap(nullptr, size_t(mapped), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED)
-    throw Error("cache pool: cannot map " + std::to_string(capacity_) + " bytes: " + std::strerror(errno));
+    throw Error("cache pool: cannot map " + std::to_string(mapped) + " bytes: " + std::strerror(errno));
   base_ = static_cast<uint8_t*>(p);
 #ifdef MADV_HUGEPAGE
-  ::madvise(base_, size_t(capacity_), MADV_HUGEPAGE);  // a hint: fewer TLB misses when granted
+  ::madvise(base_, size_t(mapped), MADV_HUGEPAGE);  // a hint: fewer TLB misses when granted
 #endif
   if (populate)
-    for (int64_t off = 0; off < capacity_; off += 4096) base_[off] = 0;
+    for (int64_t off = 0; off < mapped; off += 4096) base_[off] = 0;
 }
 
 CachePool::~CachePool() {
-  if (base_) ::munmap(base_, size_t(capacity_));
+  if (base_) ::munmap(base_, size_t(capacity_ + workspace_));
 }
 
 int32_t CachePool::take_block() {

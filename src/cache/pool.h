@@ -39,9 +39,12 @@ struct PoolSeq {
 
 class CachePool {
  public:
-  // Maps `capacity_bytes` (MADV_HUGEPAGE); populate = touch every page now, so that serving
-  // never takes a page fault and a too-large pool fails at start rather than under load.
-  CachePool(CacheLayout layout, int64_t capacity_bytes, bool populate = false);
+  // Maps `capacity_bytes` for the caches (MADV_HUGEPAGE) and, after them, `workspace_bytes` of
+  // working memory for the forward pass (the indexer's, models/deepseek_v4/indexer_scratch.h):
+  // bounded, counted here, never handed out as blocks or slots. populate = touch every page
+  // now, so that serving never takes a page fault and a too-large pool fails at start rather
+  // than under load.
+  CachePool(CacheLayout layout, int64_t capacity_bytes, bool populate = false, int64_t workspace_bytes = 0);
   ~CachePool();
   CachePool(const CachePool&) = delete;
   CachePool& operator=(const CachePool&) = delete;
@@ -51,7 +54,9 @@ class CachePool {
   static int64_t sequence_bytes_bound(const CacheLayout& layout, int64_t context);
 
   const CacheLayout& layout() const { return layout_; }
-  int64_t capacity() const { return capacity_; }
+  int64_t capacity() const { return capacity_; }  // the caches' bytes (the workspace apart)
+  int64_t workspace_bytes() const { return workspace_; }
+  uint8_t* workspace() { return workspace_ > 0 ? base_ + capacity_ : nullptr; }  // 64-byte aligned
 
   // Gives s a slot (if it has none) and blocks up to blocks_for(context); on failure nothing
   // changes and false is returned (the caller preempts).
@@ -98,7 +103,7 @@ class CachePool {
   void give_back_ends();
 
   CacheLayout layout_;
-  int64_t capacity_ = 0, block_stride_ = 0, slot_stride_ = 0;
+  int64_t capacity_ = 0, workspace_ = 0, block_stride_ = 0, slot_stride_ = 0;
   uint8_t* base_ = nullptr;
   std::vector<int64_t> offsets_;
   // Bottom: blocks [0, block_top_); top: slots [0, slot_top_) counted downwards.

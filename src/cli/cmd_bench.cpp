@@ -20,6 +20,7 @@
 #include "cache/pool.h"
 #include "models/deepseek_v4/cache_layout.h"
 #include "models/deepseek_v4/model.h"
+#include "models/deepseek_v4/indexer_scratch.h"
 #include "models/deepseek_v4/params.h"
 #include "models/deepseek_v4/pool_binding.h"
 #include "models/deepseek_v4/synthetic_state.h"
@@ -132,7 +133,8 @@ void run_bench(const Opts& o) {
     // Decode at long context from a synthetic state (models/deepseek_v4/synthetic_state.h),
     // placed in a cache pool as the engine places a request's (its entries in pool blocks
     // reserved ahead, not in vectors that reallocate and copy ~20 MB of entries as they grow
-    // at 128K): one warm-up step, then the mean of context_steps steps.
+    // at 128K; the indexer's scratch in the pool's workspace): one warm-up step, then the mean
+    // of context_steps steps.
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
     double first_ms = 0;
     dsv4::CacheLayoutOptions lo;
@@ -142,10 +144,15 @@ void run_bench(const Opts& o) {
       const int64_t pos = std::max<int64_t>(128, ctx / 128 * 128);
       auto cs = dsv4::synthetic_state(*model, pos, uint64_t(pos), index_keys);
       const int64_t steps_ahead = pos + 1 + o.context_steps;
-      cache::CachePool pool(layout, cache::CachePool::sequence_bytes_bound(layout, steps_ahead), true);
+      const int64_t parts = kernels::num_threads();
+      cache::CachePool pool(layout, cache::CachePool::sequence_bytes_bound(layout, steps_ahead), true,
+                            dsv4::indexer_scratch_bytes(cfg, steps_ahead, parts));
       cache::PoolSeq seq;
       if (!pool.reserve(seq, steps_ahead)) throw Error("bench: the long-context cache pool is too small");
       dsv4::bind_to_pool(cs, pool, seq);
+      const auto scratch =
+          dsv4::indexer_scratch_view(cfg, steps_ahead, parts, pool.workspace(), pool.workspace_bytes());
+      cs.indexer_scratch = scratch.empty() ? nullptr : &scratch;
       int64_t tok = 1;
       model->decode(cs, tok);
       auto tc = std::chrono::steady_clock::now();
@@ -154,7 +161,8 @@ void run_bench(const Opts& o) {
       if (first_ms == 0) first_ms = ms;
       const auto tr = dsv4::decode_traffic(cfg, pos);
       rows.push_back({{"context", pos}, {"step_ms", ms}, {"ratio_to_first", ms / first_ms},
-                      {"bytes_per_token", tr.total()}, {"cache_bytes", tr.caches}, {"pool_bytes", pool.bytes_in_use()}});
+                      {"bytes_per_token", tr.total()}, {"cache_bytes", tr.caches}, {"pool_bytes", pool.bytes_in_use()},
+                      {"indexer_scratch_bytes", pool.workspace_bytes()}});
     }
     j["long_context"] = rows;
   }

@@ -25,6 +25,7 @@
 #include "kernels/parallel.h"
 #include "models/deepseek_v4/cache_layout.h"
 #include "models/deepseek_v4/model.h"
+#include "models/deepseek_v4/indexer_scratch.h"
 #include "models/deepseek_v4/pool_binding.h"
 #include "text/tokenizer.h"
 
@@ -66,6 +67,10 @@ struct Engine::Impl {
 
   std::unique_ptr<cache::CachePool> pool;  // engine thread only (its figures are published under mu)
   std::optional<PrefixCache> prefix;       // engine thread only; its checkpoints live in the pool (declared after it)
+  // The indexer's working memory, carved from the pool's workspace (declared after the pool):
+  // every request's forward pass uses it, one query at a time. Empty for a model without CSA.
+  dsv4::IndexerScratch indexer_scratch;
+  const dsv4::IndexerScratch* scratch_for_states() const { return indexer_scratch.empty() ? nullptr : &indexer_scratch; }
   // What a request at this context costs the pool: its slot and blocks with their alignment.
   int64_t bytes_for(int64_t context) const {
     return pool->slot_stride() + layout.blocks_for(context) * pool->block_stride();
@@ -127,9 +132,18 @@ Engine::Engine(std::shared_ptr<dsv4::Model> model, std::shared_ptr<const Tokeniz
                                           : I.model->max_positions();
   if (I.opt.max_running < 1) throw Error("engine: max_running must be at least 1");
   if (I.opt.max_batch_tokens < 1) throw Error("engine: max_batch_tokens must be at least 1");
-  I.pool_budget = options.pool_bytes > 0 ? options.pool_bytes
-                                         : I.opt.max_running * cache::CachePool::sequence_bytes_bound(I.layout, I.max_context);
-  I.pool = std::make_unique<cache::CachePool>(I.layout, I.pool_budget);
+  I.pool_budget = options.pool_bytes > 0
+                      ? options.pool_bytes
+                      : I.opt.max_running * cache::CachePool::sequence_bytes_bound(I.layout, I.max_context);
+  {
+    // The indexer's scratch: one part per thread, scores for the longest context (bounded,
+    // allocated once, counted by the pool as its workspace).
+    const int64_t parts = kernels::num_threads();
+    const int64_t ws = dsv4::indexer_scratch_bytes(cfg, I.max_context, parts);
+    I.pool = std::make_unique<cache::CachePool>(I.layout, I.pool_budget, false, ws);
+    I.indexer_scratch =
+        dsv4::indexer_scratch_view(cfg, I.max_context, parts, I.pool->workspace(), I.pool->workspace_bytes());
+  }
   if (cfg.eos_token_id >= 0) I.eos.push_back(int32_t(cfg.eos_token_id));
   if (I.tok->eos_id() >= 0 && I.tok->eos_id() != cfg.eos_token_id) I.eos.push_back(I.tok->eos_id());
   if (options.threads > 0) kernels::set_num_threads(options.threads);
@@ -140,6 +154,7 @@ Engine::Engine(std::shared_ptr<dsv4::Model> model, std::shared_ptr<const Tokeniz
     I.drafter.emplace(*I.model);
   }
   I.m.pool_bytes_total = I.pool_budget;
+  I.m.pool_workspace_bytes = I.pool->workspace_bytes();
   I.publish_pool();
   I.thread = std::thread([this] { impl_->run(); });
 }
@@ -251,6 +266,7 @@ uint64_t Engine::import_request(const std::string& path, EventCallback on_event)
     id = I.next_id++;
   }
   auto req = std::make_unique<RequestState>(id, I.next_arrival++, std::move(snap), *I.tok, std::move(on_event));
+  if (req->state) req->state->indexer_scratch = I.scratch_for_states();
   if (I.drafter) req->draft_length.emplace(I.opt.spec_tokens);
   if (req->sampler.vocab_size() != vocab) throw Error(path + ": the snapshot's vocabulary does not fit this model");
   I.live_ids.insert(id);
@@ -307,6 +323,7 @@ void Engine::Impl::publish_pool() {
 // empty.
 void Engine::Impl::start(RequestState& r) {
   r.state = model->new_sequence(index_keys);
+  r.state->indexer_scratch = scratch_for_states();
   const bool first = r.computed_high == 0;
   int64_t hit = 0;
   if (prefix) hit = prefix->restore(r.tokens, int64_t(r.tokens.size()) - 1, *r.state, r.pool);

@@ -87,6 +87,7 @@ struct EngineMetrics {
   // Speculative decoding: verification rounds, drafted and accepted tokens, tokens produced.
   int64_t spec_rounds = 0, spec_drafted = 0, spec_accepted = 0, spec_emitted = 0;
   int64_t pool_bytes_total = 0;
+  int64_t pool_workspace_bytes = 0;  // the forward pass's working memory beside the caches (the indexer's)
   // Prefix checkpoints held in the pool: each a slot, and the blocks they reference (shared
   // with each other and with running requests, counted once).
   int64_t prefix_checkpoints = 0, prefix_blocks = 0;

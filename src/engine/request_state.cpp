@@ -45,7 +45,10 @@ RequestSnapshot RequestState::snapshot() const {
   s.prompt_tokens = prompt_tokens;
   s.cached_prompt_tokens = cached_prompt_tokens;
   s.has_state = state.has_value();
-  if (state) s.state = *state;
+  if (state) {
+    s.state = *state;
+    s.state.indexer_scratch = nullptr;  // the engine's, not part of the state
+  }
   s.sampler = sampler.to_bytes();
   s.stops = nlohmann::json::to_cbor(stops.to_json());
   return s;

@@ -123,6 +123,9 @@ std::string ServerMetrics::render(const engine::EngineMetrics& m) {
          "Tokens produced per verification pass (accepted drafts + the target's own token) since start.",
          m.spec_rounds > 0 ? double(m.spec_emitted) / double(m.spec_rounds) : 0.0);
   single(out, "strata_pool_bytes_total", "gauge", "Bytes of the cache memory pool.", double(m.pool_bytes_total));
+  single(out, "strata_pool_workspace_bytes", "gauge",
+         "Bytes of the pool's workspace beside the caches (the indexer's scratch, bounded at start).",
+         double(m.pool_workspace_bytes));
   int64_t used = 0;
   header(out, "strata_pool_bytes_used", "gauge", "Pool bytes in use, by cache kind.");
   for (const auto& [kind, bytes] : m.pool_bytes_by_kind) {

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <vector>
+
+#include "core/error.h"
 
 namespace strata::cache {
 namespace {
@@ -51,6 +54,33 @@ TEST(CachePool, SequenceBytesBoundHoldsThatManySequences) {
     EXPECT_LE(bound - held, 64 * int64_t(l.specs.size()) * (1 + l.blocks_for(context)));
     if (3 * (bound - held) < held) EXPECT_FALSE(pool.reserve(d, context)) << context;  // no room for a 4th
   }
+}
+
+// The workspace sits beside the caches: writable, 64-byte aligned, counted apart from the
+// capacity, and untouched by blocks and slots filling the whole cache arena.
+TEST(CachePool, WorkspaceIsApartFromBlocksAndSlots) {
+  const auto l = small_layout();
+  CachePool none(l, 1 << 20);
+  EXPECT_EQ(none.workspace_bytes(), 0);
+  EXPECT_EQ(none.workspace(), nullptr);
+  CachePool pool(l, 1 << 20, false, 100000);
+  EXPECT_EQ(pool.capacity(), 1 << 20);
+  EXPECT_GE(pool.workspace_bytes(), 100000);
+  uint8_t* ws = pool.workspace();
+  ASSERT_NE(ws, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(ws) % 64, 0u);
+  std::memset(ws, 0xAB, size_t(pool.workspace_bytes()));
+  std::vector<PoolSeq> seqs;
+  for (;;) {  // fill the arena with sequences, every block and slot byte written
+    PoolSeq s;
+    if (!pool.reserve(s, 300)) break;
+    std::memset(pool.slot_data(s.slot), 0x11, size_t(pool.slot_stride()));
+    for (int32_t b : s.blocks) std::memset(pool.block_data(b), 0x22, size_t(pool.block_stride()));
+    seqs.push_back(std::move(s));
+  }
+  EXPECT_GT(seqs.size(), 1u);
+  for (int64_t i = 0; i < pool.workspace_bytes(); ++i) ASSERT_EQ(ws[i], 0xAB) << i;
+  EXPECT_THROW(CachePool(l, 1 << 20, false, -1), Error);
 }
 
 // Speculative tokens reserve ahead; a rollback shrinks back to exactly the ledger's bytes, and a

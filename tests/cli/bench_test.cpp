@@ -9,7 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cache/cache_spec.h"
+#include "kernels/parallel.h"
 #include "models/deepseek_v4/cache_layout.h"
+#include "models/deepseek_v4/indexer_scratch.h"
 #include "models/deepseek_v4/make_model.h"
 #include "models/deepseek_v4/presets.h"
 #include "run_command.h"
@@ -19,6 +21,8 @@ namespace {
 namespace fs = std::filesystem;
 using test::run_strata;
 using test::shell_quote;
+
+int64_t align64(int64_t v) { return (v + 63) / 64 * 64; }
 
 struct TinyDir {
   std::string dir = (fs::temp_directory_path() / ("strata_cli_bench_" + std::to_string(::getpid()))).string();
@@ -52,6 +56,10 @@ TEST(Bench, LongContextStepsRunFromAPooledState) {
     EXPECT_GT(rows[i]["step_ms"].get<double>(), 0.0);
     // the pool holds the state at its context plus the warm-up and the timed steps: the ledger's bytes
     EXPECT_EQ(rows[i]["pool_bytes"].get<int64_t>(), layout.bytes_for(ctx + 1 + 3)) << ctx;
+    // and the indexer's scratch in the pool's workspace, a part per thread
+    const int64_t scratch = dsv4::indexer_scratch_bytes(dsv4::preset_config("flash-tiny"), ctx + 1 + 3, kernels::num_threads());
+    EXPECT_EQ(rows[i]["indexer_scratch_bytes"].get<int64_t>(), align64(scratch)) << ctx;
+    EXPECT_GT(scratch, 0);
   }
 }
 

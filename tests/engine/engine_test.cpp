@@ -20,6 +20,7 @@
 #include "engine/generation.h"
 #include "kernels/parallel.h"
 #include "models/deepseek_v4/cache_layout.h"
+#include "models/deepseek_v4/indexer_scratch.h"
 #include "models/dsv4_fixture.h"
 #include "text/tokenizer.h"
 
@@ -146,6 +147,12 @@ EngineMetrics check_against_generate(EngineOptions opt, int count, int threads_e
   }
   EngineMetrics m = eng.metrics();
   EXPECT_EQ(m.finished, count);
+  // the indexer's scratch: the pool's workspace, for the engine's threads and longest context
+  const int64_t max_context = opt.max_context > 0 ? std::min(opt.max_context, s.model->max_positions())
+                                                  : s.model->max_positions();
+  EXPECT_EQ(m.pool_workspace_bytes,
+            dsv4::indexer_scratch_bytes(s.model->config(), max_context, kernels::num_threads()));
+  EXPECT_GT(m.pool_workspace_bytes, 0);
   EXPECT_EQ(m.running, 0);
   EXPECT_EQ(m.waiting, 0);
   for (auto& [kind, b] : m.pool_bytes_by_kind) EXPECT_EQ(b, 0) << kind;

@@ -45,6 +45,7 @@ TEST(MetricsText, RendersEngineAndServerMetrics) {
   m.prefix_checkpoints = 2;
   m.prefix_blocks = 5;
   m.pool_bytes_total = 1000;
+  m.pool_workspace_bytes = 640;
   m.pool_bytes_by_kind = {{"swa", 100}, {"csa", 150}};
   m.ttft_seconds = {0.02, 0.2};
   m.itl_seconds = {0.004};
@@ -61,6 +62,7 @@ TEST(MetricsText, RendersEngineAndServerMetrics) {
   EXPECT_TRUE(has_line(t, "strata_prefix_cache_blocks 5"));
   EXPECT_TRUE(has_line(t, "strata_pool_bytes_used{kind=\"csa\"} 150"));
   EXPECT_TRUE(has_line(t, "strata_pool_usage_ratio 0.25"));
+  EXPECT_TRUE(has_line(t, "strata_pool_workspace_bytes 640"));
   EXPECT_TRUE(has_line(t, "strata_time_to_first_token_seconds_count 2"));
   EXPECT_TRUE(has_line(t, "strata_inter_token_latency_seconds_count 1"));
   // samples accumulate across scrapes (the engine hands out only new ones)

@@ -61,11 +61,13 @@ void attention_forward(const AttentionWeights& w, const AttentionSpec& s, const 
   vector<int64_t> pos_of(static_cast<size_t>(rows));
   vector<LayerState*> st_of(static_cast<size_t>(rows));
   vector<cache::UndoLog*> undo_of(static_cast<size_t>(rows));
+  vector<const IndexerScratch*> scratch_of(static_cast<size_t>(rows));
   {
     int64_t r = 0;
     for (const auto& g : segs)
       for (int64_t k = 0; k < g.rows; ++k, ++r)
-        pos_of[size_t(r)] = g.pos0 + k, st_of[size_t(r)] = g.state, undo_of[size_t(r)] = g.undo;
+        pos_of[size_t(r)] = g.pos0 + k, st_of[size_t(r)] = g.state, undo_of[size_t(r)] = g.undo,
+        scratch_of[size_t(r)] = g.indexer_scratch;
   }
   // --- batched projections (each row independent) ---
   vector<float> qr(size_t(rows * ql)), q(size_t(rows * H * hd)), kv(size_t(rows * hd));
@@ -124,7 +126,7 @@ void attention_forward(const AttentionWeights& w, const AttentionSpec& s, const 
         compressor_step(w.indexer.compressor, is.compressor, st.index_keys, ikv.data() + r * 2 * is.head_dim,
                         iscore.data() + r * 2 * is.head_dim, pos, undo);
         for (int64_t i : indexer_select(is, iq.data() + r * is.heads * is.head_dim, iw.data() + r * is.heads,
-                                        st.index_keys, visible))
+                                        st.index_keys, visible, scratch_of[size_t(r)]))
           packed.push_back(st.compressor.entry(i));
       } else {
         for (int64_t i = 0; i < visible; ++i) packed.push_back(st.compressor.entry(i));

@@ -47,6 +47,7 @@ struct AttentionSegment {
   LayerState* state = nullptr;
   int64_t pos0 = 0, rows = 0;
   cache::UndoLog* undo = nullptr;
+  const IndexerScratch* indexer_scratch = nullptr;  // the sequence's (state.h); null: the thread's own
 };
 void attention_forward(const AttentionWeights& w, const AttentionSpec& s, const std::vector<AttentionSegment>& segs,
                        const float* x, float* out);

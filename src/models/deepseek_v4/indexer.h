@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "models/deepseek_v4/compressor.h"
+#include "models/deepseek_v4/indexer_scratch.h"
 #include "models/deepseek_v4/weights.h"
 
 namespace strata::dsv4 {
@@ -25,11 +26,15 @@ void indexer_queries(const IndexerWeights& w, const IndexerSpec& s, const float*
                      float* q);
 // Head weights [rows, heads] from x [rows, d].
 void indexer_weights(const IndexerWeights& w, const IndexerSpec& s, const float* x, int64_t rows, float* out);
-// Scores of the first n_visible keys for one query.
+// Scores of the first n_visible keys for one query, into scratch.scores() (returned); Error
+// if n_visible is past the scratch's max_visible or its heads differ.
+const float* indexer_scores(const IndexerSpec& s, const float* q, const float* weights, const CompressorState& keys,
+                            int64_t n_visible, const IndexerScratch& scratch);
+// The same into a vector, with a scratch of the calling thread's own (tests, benchmarks).
 std::vector<float> indexer_scores(const IndexerSpec& s, const float* q, const float* weights,
                                   const CompressorState& keys, int64_t n_visible);
-// Selected entry indices for one query (best first).
+// Selected entry indices for one query (best first); scratch null: the thread's own.
 std::vector<int64_t> indexer_select(const IndexerSpec& s, const float* q, const float* weights,
-                                    const CompressorState& keys, int64_t n_visible);
-
+                                    const CompressorState& keys, int64_t n_visible,
+                                    const IndexerScratch* scratch = nullptr);
 }  // namespace strata::dsv4

@@ -95,8 +95,9 @@ void Model::check_ids(const int64_t* ids, int64_t n, int64_t pos0) const {
 }
 
 void Model::run_block(const LayerWeights& lw, const AttentionSpec& as, const MoeSpec& ms, LayerState& ls, float* h,
-                      const int64_t* ids, int64_t n, int64_t pos0, cache::UndoLog* undo) const {
-  run_block(lw, as, ms, {AttentionSegment{&ls, pos0, n, undo}}, h, ids, n);
+                      const int64_t* ids, int64_t n, int64_t pos0, cache::UndoLog* undo,
+                      const IndexerScratch* scratch) const {
+  run_block(lw, as, ms, {AttentionSegment{&ls, pos0, n, undo, scratch}}, h, ids, n);
 }
 
 void Model::run_block(const LayerWeights& lw, const AttentionSpec& as, const MoeSpec& ms,
@@ -130,7 +131,7 @@ vector<float> Model::run_main(SequenceState& st, const int64_t* ids, int64_t n) 
     for (int64_t j = 0; j < hc; ++j)
       for (int64_t c = 0; c < d; ++c) h[size_t((t * hc + j) * d + c)] = bf16_to_f32(w_.embed[ids[t] * d + c]);
   for (size_t L = 0; L < size_t(cfg_.num_hidden_layers); ++L)
-    run_block(w_.layers[L], attn_[L], moe_[L], st.layers[L], h.data(), ids, n, st.pos);
+    run_block(w_.layers[L], attn_[L], moe_[L], st.layers[L], h.data(), ids, n, st.pos, nullptr, st.indexer_scratch);
   st.pos += n;
   return h;
 }
@@ -157,7 +158,8 @@ void Model::forward_batch(std::vector<BatchItem>& items) const {
   std::vector<AttentionSegment> segs(items.size());
   for (size_t L = 0; L < size_t(cfg_.num_hidden_layers); ++L) {
     for (size_t i = 0; i < items.size(); ++i)
-      segs[i] = {&items[i].state->layers[L], items[i].state->pos, items[i].n, items[i].undo};
+      segs[i] = {&items[i].state->layers[L], items[i].state->pos, items[i].n, items[i].undo,
+                 items[i].state->indexer_scratch};
     run_block(w_.layers[L], attn_[L], moe_[L], segs, h.data(), ids.data(), n);
   }
   // The head over every wanted row at once (logits_from_state, stacked): it is the largest
@@ -262,7 +264,8 @@ vector<float> Model::mtp_advance(SequenceState& st, const float* hidden, const i
       for (int64_t c = 0; c < d; ++c)
         x[size_t((t * hc + k) * d + c)] = round_bf16(ep[size_t(t * d + c)] + hp[size_t((t * hc + k) * d + c)]);
   const size_t L = size_t(cfg_.num_hidden_layers + j);
-  run_block(m.block, attn_[L], moe_[L], st.mtp[size_t(j)], x.data(), next_ids, n, st.mtp_pos[size_t(j)], undo);
+  run_block(m.block, attn_[L], moe_[L], st.mtp[size_t(j)], x.data(), next_ids, n, st.mtp_pos[size_t(j)], undo,
+            st.indexer_scratch);
   st.mtp_pos[size_t(j)] += n;
   return x;
 }

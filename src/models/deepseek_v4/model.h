@@ -112,7 +112,8 @@ class Model {
   kernels::RopeTable rope_window_, rope_compressed_;
   // One Block on the streams h [n][hc][d] in place.
   void run_block(const LayerWeights& lw, const AttentionSpec& as, const MoeSpec& ms, LayerState& ls, float* h,
-                 const int64_t* ids, int64_t n, int64_t pos0, cache::UndoLog* undo = nullptr) const;
+                 const int64_t* ids, int64_t n, int64_t pos0, cache::UndoLog* undo = nullptr,
+                 const IndexerScratch* scratch = nullptr) const;
   // The same over stacked sequences (segs: each one's layer state, position and rows).
   void run_block(const LayerWeights& lw, const AttentionSpec& as, const MoeSpec& ms,
                  const std::vector<AttentionSegment>& segs, float* h, const int64_t* ids, int64_t n) const;

@@ -11,6 +11,8 @@
 
 namespace strata::dsv4 {
 
+class IndexerScratch;
+
 struct LayerState {
   int64_t window = 0, head_dim = 0;
   // Window ring [window] entries in their storage format (codec.bytes() each); position p
@@ -31,7 +33,10 @@ struct SequenceState {
   std::vector<int64_t> mtp_pos;
   // Speculative decoding keeps the MTP block one token behind the main layers: these are the
   // main streams [hc][d] of the token at pos - 1, whose next token the MTP has not seen yet.
-  std::vector<float> mtp_hidden;
+  std::vector<float> mtp_hidden;  // Where the forward pass's indexer works (indexer_scratch.h): the engine's, carved from its
+  // cache pool; null for a standalone state (the indexer then uses a scratch of its thread's).
+  // Not part of the state's contents: snapshots and state_fits ignore it.
+  const IndexerScratch* indexer_scratch = nullptr;
 };
 
 // Whether st (e.g. read from a snapshot) has the shape of `fresh` (new_sequence() of the model
