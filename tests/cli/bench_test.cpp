@@ -12,36 +12,19 @@
 #include "kernels/parallel.h"
 #include "models/deepseek_v4/cache_layout.h"
 #include "models/deepseek_v4/indexer_scratch.h"
-#include "models/deepseek_v4/make_model.h"
 #include "models/deepseek_v4/presets.h"
 #include "run_command.h"
+#include "tiny_checkpoint.h"
 
 namespace strata {
 namespace {
-namespace fs = std::filesystem;
 using test::run_strata;
 using test::shell_quote;
 
 int64_t align64(int64_t v) { return (v + 63) / 64 * 64; }
 
-struct TinyDir {
-  std::string dir = (fs::temp_directory_path() / ("strata_cli_bench_" + std::to_string(::getpid()))).string();
-  TinyDir() {
-    dsv4::MakeModelOptions o;
-    o.config = dsv4::preset_config("flash-tiny");
-    o.seed = 4;
-    o.out_dir = dir;
-    o.tokenizer_dir = std::string(STRATA_SHARED_DIR) + "/tokenizers/deepseek-v3";
-    dsv4::make_model(o);
-  }
-  ~TinyDir() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-};
-
 TEST(Bench, LongContextStepsRunFromAPooledState) {
-  TinyDir tiny;
+  test::TinyCheckpoint tiny("bench", 4);
   auto r = run_strata("bench --model " + shell_quote(tiny.dir) +
                       " --skip-probes --json --prompt-tokens 4 --decode-tokens 2 --context 256 1024 --context-steps 3");
   ASSERT_EQ(r.code, 0) << r.err;

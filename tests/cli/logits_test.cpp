@@ -16,6 +16,7 @@
 #include "models/deepseek_v4/model.h"
 #include "models/deepseek_v4/presets.h"
 #include "run_command.h"
+#include "tiny_checkpoint.h"
 
 namespace strata {
 namespace {
@@ -23,24 +24,8 @@ namespace fs = std::filesystem;
 using test::run_strata;
 using test::shell_quote;
 
-struct TinyDir {
-  std::string dir = (fs::temp_directory_path() / ("strata_cli_logits_" + std::to_string(::getpid()))).string();
-  TinyDir() {
-    dsv4::MakeModelOptions o;
-    o.config = dsv4::preset_config("flash-tiny");
-    o.seed = 3;
-    o.out_dir = dir;
-    o.tokenizer_dir = std::string(STRATA_SHARED_DIR) + "/tokenizers/deepseek-v3";
-    dsv4::make_model(o);
-  }
-  ~TinyDir() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-};
-
-TinyDir& tiny() {
-  static TinyDir t;
+test::TinyCheckpoint& tiny() {
+  static test::TinyCheckpoint t("logits", 3);
   return t;
 }
 
