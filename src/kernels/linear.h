@@ -47,16 +47,19 @@ namespace avx512 {
 bool linear_supported(const LinearWeight& w);
 // The panel's shape (weight rows × columns), here so that the scratch size and the kernel
 // cannot disagree: the panel, then 16 fp64 lane sums per (activation row, panel row); for one
-// activation row, the row scaled by an FP8 weight band's block scales (several rows' for up to
-// 4 rows, which also take the GEMV); and room for the FP4 integer route's byte slices of
-// kIntRouteRows rows at a time (avx512/fp4_int.h: fp4_int_scratch_bytes(in) <= 4 · in, so
-// in / 2 doubles a row).
+// activation row, the row scaled by an FP8 weight band's block scales (for FP8 up to
+// kGemvRowsLimit rows, which take the FP8 GEMVs, every row's), then the blocked FP8 GEMV's lane
+// sums (kDirectBand weight rows × rows rounded up to 4 × 16); and room for the FP4 integer
+// route's byte slices of kIntRouteRows rows at a time (avx512/fp4_int.h:
+// fp4_int_scratch_bytes(in) <= 4 · in, so in / 2 doubles a row).
 inline constexpr int kPanelRows = 6;
 inline constexpr int64_t kPanelBlock = 256;
 inline constexpr int64_t kIntRouteRows = 16;
+inline constexpr int64_t kGemvRowsLimit = 32;  // the most activation rows the FP8 GEMVs take
+inline constexpr int64_t kDirectBand = 32;     // weight rows per band of the blocked GEMV
 inline int64_t linear_panel_doubles(int64_t in, int64_t rows) {
   const int64_t panel = rows > 1 ? kPanelRows * kPanelBlock + rows * kPanelRows * 16 : 0;
-  const int64_t scaled = rows <= 4 ? rows * in : 0;
+  const int64_t scaled = rows <= kGemvRowsLimit ? rows * in + kDirectBand * 16 * ((rows + 3) / 4 * 4) : 0;
   return std::max({panel, scaled, std::min(rows, kIntRouteRows) * (in / 2)});
 }
 void linear_range(const LinearWeight& w, const double* x, int64_t rows, float* y, bool round_bf16, int64_t nb,

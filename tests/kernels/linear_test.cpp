@@ -239,7 +239,8 @@ namespace {
 
 // The fused AVX-512 products against the scalar reference definition (dequant_row, then one
 // canonical dot per output), bitwise: every format, single and several activation rows (the
-// GEMV and the panel kernels, every remainder of 4 weight rows and 3 activation rows), lengths
+// GEMV and the panel kernels, every remainder of 4 weight rows and 3 activation rows; FP8 from 4
+// to 32 rows in the blocked GEMV, 33 on the panel), lengths
 // with and without a 128-column scale-block tail, and f32 data whose magnitudes span ~2^60 so
 // that the fp64 sum actually rounds (a wrong lane order would show).
 TEST(Linear, FusedAvx512MatchesScalarDefinitionBitwise) {
@@ -267,7 +268,7 @@ TEST(Linear, FusedAvx512MatchesScalarDefinitionBitwise) {
     for (const auto& w : ws) {
       const bool quantized = w.format == WeightFormat::fp8 || w.format == WeightFormat::fp4;
       if (quantized && in % 128 != 0) continue;  // activation blocks of 128
-      for (int64_t rows : {1, 2, 3, 4, 5, 7, 17}) {
+      for (int64_t rows : {1, 2, 3, 4, 5, 7, 16, 17, 33}) {
         std::vector<float> x(size_t(rows * in));
         for (auto& v : x) v = std::ldexp(u(rng), int(rng() % 30) - 15);
         std::vector<float> xq(x), y(static_cast<size_t>(rows * out)), row(static_cast<size_t>(in));
@@ -306,7 +307,7 @@ TEST(Linear, Fp8ExtremeBlockScalesGiveTheReferenceBits) {
     std::vector<uint8_t> sc(size_t(3 * 3));
     for (auto& c : sc) c = trial == 0 ? 246 : trial == 1 ? 0 : codes[rng() % std::size(codes)];
     const LinearWeight w{WeightFormat::fp8, fp8.data(), sc.data(), out, in};
-    for (int64_t rows : {1, 2, 4}) {
+    for (int64_t rows : {1, 2, 4, 6}) {  // 4, 6: the blocked GEMV (FP8, 4 to 32 rows)
       std::vector<float> x(size_t(rows * in)), xq(x.size()), y(size_t(rows * out)), row(static_cast<size_t>(in));
       for (auto& v : x) v = std::ldexp(u(rng), int(rng() % 30) - 15);
       for (int64_t r = 0; r < rows; ++r) quant_fp8(x.data() + r * in, in, kActBlock, xq.data() + r * in);
@@ -347,7 +348,7 @@ TEST(Linear, Fp8GemvFormsGiveTheReferenceBitsOnBothSidesOfTheirRange) {
   for (auto& c : sc) c = uint8_t(118 + rng() % 6);
   const LinearWeight w{WeightFormat::fp8, fp8.data(), sc.data(), out, in};
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  for (int64_t rows : {1, 3}) {  // 3: the multi-row GEMV, its range over all rows
+  for (int64_t rows : {1, 3, 6}) {  // 3: the multi-row GEMV, 6: the blocked one; their range over all rows
     for (double edge : {255.0, 256.0, 1.0, 0x1p-30}) {
       for (bool with_nan : {false, true}) {
         // x unquantized (act_quant off): its largest |x · scale| is `edge` in band 1's block 2,

@@ -350,7 +350,109 @@ struct Fp8BitsRow {  // the weight side of the bits form (x carries scale · 2^1
     lo = e4m3_times_2m1016(p + k, keep);
     hi = e4m3_times_2m1016(p + k + 8, keep);
   }
+  __m512d half(int64_t k) const { return e4m3_times_2m1016(p + k, _mm512_set1_epi64(int64_t(0x80FFFFFFFFFFFFFFull))); }
 };
+
+// 4 to kGemvRowsLimit activation rows for the decoders with half(k) (the FP8 bits form),
+// in blocks that keep every operand close: kDirectBlock columns of 4 activation rows (16 KB, in
+// L1) against a band of kDirectBand weight rows, 4 weight rows × 4 activation rows at a time,
+// over lanes 0-7 of every output (columns k..k+7 of each 16-column step) and then lanes 8-15 —
+// each lane's columns in order either way, so the same bits as the GEMVs above — with the lane
+// sums parked in `acc` between column blocks. Each activation
+// vector is loaded once for 4 weight rows and each decoded weight vector used by 4 activation
+// rows: from L1 this runs at the FMA peak (2 per cycle), where the 4-row GEMV, its activation
+// rows beyond L1 and its loads folded into the FMAs (one per FMA, from L2), and the panel, its
+// decoding a phase apart from its FMAs, ran at half of it. (bf16 keeps the 4-row GEMV and the
+// panel: its decoder's conversion to fp64 made this kernel slower than the panel there.)
+constexpr int64_t kDirectBlock = 512;
+
+template <class Row, int NR>
+void blocked_kernel(const Row* row, const double* x, int64_t in, int64_t k0, int64_t len, double* acc, bool first) {
+  static_assert(NR >= 1 && NR <= 4);
+  const double* x1 = x + (NR > 1 ? in : 0);
+  const double* x2 = x + (NR > 2 ? 2 * in : 0);
+  const double* x3 = x + (NR > 3 ? 3 * in : 0);
+  for (int h = 0; h < 2; ++h) {
+    // acc: [activation row r][weight row i][16 lanes]; named per activation row (GCC 12 keeps a
+    // two-dimensional array of accumulators in memory)
+    __m512d a0[4], a1[4], a2[4], a3[4];
+    for (int i = 0; i < 4; ++i) {
+      const double* ai = acc + i * 16 + 8 * h;
+      a0[i] = first ? _mm512_setzero_pd() : _mm512_load_pd(ai);
+      a1[i] = first || NR < 2 ? _mm512_setzero_pd() : _mm512_load_pd(ai + 64);
+      a2[i] = first || NR < 3 ? _mm512_setzero_pd() : _mm512_load_pd(ai + 128);
+      a3[i] = first || NR < 4 ? _mm512_setzero_pd() : _mm512_load_pd(ai + 192);
+    }
+    for (int64_t k = k0 + 8 * h; k < k0 + len; k += 16) {
+      __m512d v0 = _mm512_loadu_pd(x + k), v1 = v0, v2 = v0, v3 = v0;
+      asm("" : "+v"(v0));  // one load per activation vector, not one per FMA
+      if constexpr (NR > 1) { v1 = _mm512_loadu_pd(x1 + k); asm("" : "+v"(v1)); }
+      if constexpr (NR > 2) { v2 = _mm512_loadu_pd(x2 + k); asm("" : "+v"(v2)); }
+      if constexpr (NR > 3) { v3 = _mm512_loadu_pd(x3 + k); asm("" : "+v"(v3)); }
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) {
+        const __m512d wv = row[i].half(k);
+        a0[i] = _mm512_fmadd_pd(v0, wv, a0[i]);
+        if constexpr (NR > 1) a1[i] = _mm512_fmadd_pd(v1, wv, a1[i]);
+        if constexpr (NR > 2) a2[i] = _mm512_fmadd_pd(v2, wv, a2[i]);
+        if constexpr (NR > 3) a3[i] = _mm512_fmadd_pd(v3, wv, a3[i]);
+      }
+    }
+    for (int i = 0; i < 4; ++i) {
+      double* ai = acc + i * 16 + 8 * h;
+      _mm512_store_pd(ai, a0[i]);
+      if constexpr (NR > 1) _mm512_store_pd(ai + 64, a1[i]);
+      if constexpr (NR > 2) _mm512_store_pd(ai + 128, a2[i]);
+      if constexpr (NR > 3) _mm512_store_pd(ai + 192, a3[i]);
+    }
+  }
+}
+
+// Weight rows [nb, ne) (a multiple of 4 of them; gemv_rows takes the rest) against `rows`
+// activation rows; acc: kDirectBand × 16 × (rows rounded up to 4) doubles, 64-byte aligned.
+template <class Row>
+void gemv_blocked(const LinearWeight& w, const double* x, int64_t rows, float* y, bool rb, int64_t nb, int64_t ne,
+                  double* acc) {
+  const int64_t in = w.in, groups = (rows + 3) / 4;
+  const int64_t whole = nb + (ne - nb) / 4 * 4;
+  for (int64_t b0 = nb; b0 < whole; b0 += kDirectBand) {
+    const int64_t b1 = std::min(whole, b0 + kDirectBand);
+    for (int64_t k0 = 0; k0 < in; k0 += kDirectBlock) {
+      const int64_t len = std::min(kDirectBlock, in - k0);
+      for (int64_t r0 = 0; r0 < rows; r0 += 4) {
+        const double* xr = x + r0 * in;
+        for (int64_t n = b0; n < b1; n += 4) {
+          Row row[4];
+          for (int i = 0; i < 4; ++i) row[i] = Row(w, n + i);
+          if (r0 == 0)  // the next column block of these rows, while this one computes
+            for (int i = 0; i < 4; ++i)
+              for (int64_t off = 0; off < len * Row::kBlockBytes / Row::kBlock; off += 64)
+                _mm_prefetch(static_cast<const char*>(row[i].at(k0 + kDirectBlock)) + off, _MM_HINT_T0);
+          // lane sums of weight rows n..n+3 × activation rows r0..r0+3: [4 act][4 weight][16]
+          double* a = acc + ((n - b0) / 4 * groups + r0 / 4) * 256;
+          switch (std::min<int64_t>(4, rows - r0)) {
+            case 1: blocked_kernel<Row, 1>(row, xr, in, k0, len, a, k0 == 0); break;
+            case 2: blocked_kernel<Row, 2>(row, xr, in, k0, len, a, k0 == 0); break;
+            case 3: blocked_kernel<Row, 3>(row, xr, in, k0, len, a, k0 == 0); break;
+            default: blocked_kernel<Row, 4>(row, xr, in, k0, len, a, k0 == 0); break;
+          }
+        }
+      }
+    }
+    for (int64_t n = b0; n < b1; n += 4)
+      for (int64_t r0 = 0; r0 < rows; r0 += 4) {
+        const double* a = acc + ((n - b0) / 4 * groups + r0 / 4) * 256;
+        for (int64_t r = r0; r < std::min(rows, r0 + 4); ++r)
+          for (int i = 0; i < 4; ++i) {
+            const double* l = a + ((r - r0) * 4 + i) * 16;
+            y[r * w.out + n + i] = finish(_mm512_load_pd(l), _mm512_load_pd(l + 8), rb);
+          }
+      }
+  }
+  if (whole < ne)
+    for (int64_t r0 = 0; r0 < rows; r0 += kGemvMaxRows)
+      gemv_rows<Row>(w, x + r0 * in, std::min(kGemvMaxRows, rows - r0), y + r0 * w.out, rb, whole, ne);
+}
 
 // FP8 GEMV of 1 to kGemvMaxRows activation rows, band by band: the bits form where the band's
 // scales and the activations allow it, else the f16 form (one row) or the per-weight decoder
@@ -394,14 +496,16 @@ void gemv_fp8(const LinearWeight& w, const double* x, int64_t rows, float* y, bo
             _mm512_store_pd(xs + k, _mm512_mul_pd(_mm512_mul_pd(_mm512_loadu_pd(x + k), sc), big));
         }
       if (in_range) {
-        gemv_rows<Fp8BitsRow>(w, xs, rows, y, rb, b0, b1);
+        if (rows >= 4) gemv_blocked<Fp8BitsRow>(w, xs, rows, y, rb, b0, b1, xs + rows * w.in);
+        else gemv_rows<Fp8BitsRow>(w, xs, rows, y, rb, b0, b1);
       } else {
         int64_t n = b0;
         for (; n + 4 <= b1; n += 4) gemv_fp8_rows<4>(w, xs, y, rb, n);
         for (; n < b1; ++n) gemv_fp8_rows<1>(w, xs, y, rb, n);
       }
     } else {  // scales past 2^119 (or several rows out of the bits form's range): per weight
-      gemv_rows<Fp8Row>(w, x, rows, y, rb, b0, b1);
+      for (int64_t r0 = 0; r0 < rows; r0 += kGemvMaxRows)
+        gemv_rows<Fp8Row>(w, x + r0 * w.in, std::min(kGemvMaxRows, rows - r0), y + r0 * w.out, rb, b0, b1);
     }
     b0 = b1;
   }
@@ -552,11 +656,10 @@ void run(const LinearWeight& w, const double* x, int64_t rows, float* y, bool rb
     if (fp4_int_supported(w)) return gemm_fp4_int(w, x, rows, y, rb, nb, ne, panel);
   // (FP4 outside the integer route keeps the fp64 panel from 2 rows: the few-row GEMV was not
   // measured against it there)
-  if (rows == 1 || (rows <= kGemvMaxRows && !std::is_same_v<Row, Fp4Row>)) {
-    if constexpr (std::is_same_v<Row, Fp8Row>)
-      if (w.in % 128 == 0) return gemv_fp8(w, x, rows, y, rb, nb, ne, panel);
+  if constexpr (std::is_same_v<Row, Fp8Row>)
+    if (rows <= kGemvRowsLimit && w.in % 128 == 0) return gemv_fp8(w, x, rows, y, rb, nb, ne, panel);
+  if (rows == 1 || (rows <= kGemvMaxRows && !std::is_same_v<Row, Fp4Row>))
     return gemv_rows<Row>(w, x, rows, y, rb, nb, ne);
-  }
   const int64_t step = row_block(w.in, rows);
   for (int64_t r0 = 0; r0 < rows; r0 += step)  // each output's dot is the same whatever the split
     gemm<Row>(w, x + r0 * w.in, std::min(step, rows - r0), y + r0 * w.out, rb, nb, ne, panel);
