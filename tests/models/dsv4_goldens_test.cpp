@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/numfmt.h"
+#include "kernels/parallel.h"
 #include "io/json_file.h"
 #include "io/npy.h"
 #include "kernels/hadamard.h"
@@ -351,6 +352,22 @@ TEST(Dsv4Golden, MoeLayer) {
   moe_forward(w, s, x.data(), ids.data(), 6, out.data());
   Diff d = diff(out.data(), g.f("out"), "moe");  // measured: bit-exact (0/1536)
   EXPECT_EQ(d.mismatches, 0);
+  // Experts of a few rows run whole, one per thread; with more rows an expert's products split
+  // over the threads. Either way, at 1 or 2 threads, every row's output is the same bits: the
+  // 6 rows again at 1 and 2 threads, and repeated 4 times (experts of up to 24 rows).
+  for (int threads : {1, 2}) {
+    kernels::set_num_threads(threads);
+    std::vector<float> again(out.size());
+    moe_forward(w, s, x.data(), ids.data(), 6, again.data());
+    EXPECT_EQ(again, out) << threads << " threads";
+    std::vector<float> x4, out4(4 * out.size());
+    for (int k = 0; k < 4; ++k) x4.insert(x4.end(), x.begin(), x.begin() + 6 * 256);
+    std::vector<int64_t> ids4(24, 0);
+    moe_forward(w, s, x4.data(), ids4.data(), 24, out4.data());
+    for (int k = 0; k < 4; ++k)
+      EXPECT_TRUE(std::equal(out.begin(), out.end(), out4.begin() + k * 6 * 256)) << threads << " threads, copy " << k;
+  }
+  kernels::set_num_threads(0);
 }
 
 // ---------------------------------------------------------------- compressor, indexer, attention
