@@ -135,6 +135,7 @@ Engine::Engine(std::shared_ptr<dsv4::Model> model, std::shared_ptr<const Tokeniz
   I.pool_budget = options.pool_bytes > 0
                       ? options.pool_bytes
                       : I.opt.max_running * cache::CachePool::sequence_bytes_bound(I.layout, I.max_context);
+  if (options.threads > 0) kernels::set_num_threads(options.threads);  // before the scratch's parts
   {
     // The indexer's scratch: one part per thread, scores for the longest context (bounded,
     // allocated once, counted by the pool as its workspace).
@@ -146,7 +147,6 @@ Engine::Engine(std::shared_ptr<dsv4::Model> model, std::shared_ptr<const Tokeniz
   }
   if (cfg.eos_token_id >= 0) I.eos.push_back(int32_t(cfg.eos_token_id));
   if (I.tok->eos_id() >= 0 && I.tok->eos_id() != cfg.eos_token_id) I.eos.push_back(I.tok->eos_id());
-  if (options.threads > 0) kernels::set_num_threads(options.threads);
   if (options.prefix_cache) I.prefix.emplace(*I.pool);
   if (options.spec_tokens < 0) throw Error("engine: spec_tokens must be >= 0");
   if (options.spec_tokens > 0) {

@@ -353,6 +353,13 @@ struct Fp8BitsRow {  // the weight side of the bits form (x carries scale · 2^1
   __m512d half(int64_t k) const { return e4m3_times_2m1016(p + k, _mm512_set1_epi64(int64_t(0x80FFFFFFFFFFFFFFull))); }
 };
 
+// Any number of activation rows, kGemvMaxRows at a time, each group a few-row GEMV.
+template <class Row>
+void gemv_row_groups(const LinearWeight& w, const double* x, int64_t rows, float* y, bool rb, int64_t nb, int64_t ne) {
+  for (int64_t r0 = 0; r0 < rows; r0 += kGemvMaxRows)
+    gemv_rows<Row>(w, x + r0 * w.in, std::min(kGemvMaxRows, rows - r0), y + r0 * w.out, rb, nb, ne);
+}
+
 // 4 to kGemvRowsLimit activation rows for the decoders with half(k) (the FP8 bits form),
 // in blocks that keep every operand close: kDirectBlock columns of 4 activation rows (16 KB, in
 // L1) against a band of kDirectBand weight rows, 4 weight rows × 4 activation rows at a time,
@@ -449,14 +456,13 @@ void gemv_blocked(const LinearWeight& w, const double* x, int64_t rows, float* y
           }
       }
   }
-  if (whole < ne)
-    for (int64_t r0 = 0; r0 < rows; r0 += kGemvMaxRows)
-      gemv_rows<Row>(w, x + r0 * in, std::min(kGemvMaxRows, rows - r0), y + r0 * w.out, rb, whole, ne);
+  if (whole < ne) gemv_row_groups<Row>(w, x, rows, y, rb, whole, ne);
 }
 
-// FP8 GEMV of 1 to kGemvMaxRows activation rows, band by band: the bits form where the band's
-// scales and the activations allow it, else the f16 form (one row) or the per-weight decoder
-// (xs: rows × in doubles of scratch).
+// FP8 GEMV of 1 to kGemvRowsLimit activation rows, band by band: the bits form where the band's
+// scales and the activations allow it (from 4 rows the blocked GEMV), else the f16 form (one
+// row) or the per-weight decoder (xs: rows × in doubles of scratch, then the blocked GEMV's lane
+// sums).
 void gemv_fp8(const LinearWeight& w, const double* x, int64_t rows, float* y, bool rb, int64_t nb, int64_t ne,
               double* xs) {
   const int64_t blocks = w.in / 128;
@@ -504,8 +510,7 @@ void gemv_fp8(const LinearWeight& w, const double* x, int64_t rows, float* y, bo
         for (; n < b1; ++n) gemv_fp8_rows<1>(w, xs, y, rb, n);
       }
     } else {  // scales past 2^119 (or several rows out of the bits form's range): per weight
-      for (int64_t r0 = 0; r0 < rows; r0 += kGemvMaxRows)
-        gemv_rows<Fp8Row>(w, x + r0 * w.in, std::min(kGemvMaxRows, rows - r0), y + r0 * w.out, rb, b0, b1);
+      gemv_row_groups<Fp8Row>(w, x, rows, y, rb, b0, b1);
     }
     b0 = b1;
   }

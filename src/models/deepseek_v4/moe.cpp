@@ -146,8 +146,7 @@ void moe_forward(const MoeWeights& w, const MoeSpec& s, const float* x, const in
   for (const auto& j : jobs)
     for (size_t i = 0; i < j.members.size(); ++i)
       for (int64_t c = 0; c < d; ++c) y[size_t(j.members[i] * d + c)] += j.out[i * size_t(d) + size_t(c)];
-  vector<float> eo;
-  eo.resize(size_t(rows * d));
+  vector<float> eo(size_t(rows * d));
   expert_forward(w.shared, s, x, rows, nullptr, eo.data());
   for (int64_t i = 0; i < rows * d; ++i) out[i] = round_bf16(y[size_t(i)] + eo[size_t(i)]);
 }
