@@ -96,12 +96,17 @@ class WorkerPool {
   }
   int size() const { return size_; }
 
-  // Runs fn over `parts` contiguous chunks of [0, n); chunk 0 on the calling thread.
-  void run(int64_t n, int64_t parts, const std::function<void(int64_t, int64_t)>& fn) {
+  // Runs fn over `parts` contiguous chunks of [0, n); chunk 0 on the calling thread. With a
+  // grain, [0, n) is instead cut into chunks of `grain` that the threads (workers below
+  // `parts`) take in turn from a shared counter, so that a thread that starts late or runs
+  // slower takes fewer of them.
+  void run(int64_t n, int64_t parts, const std::function<void(int64_t, int64_t)>& fn, int64_t grain = 0) {
     fn_ = &fn;
     n_ = n;
     parts_ = parts;
-    chunk_ = (n + parts - 1) / parts;
+    chunk_ = grain > 0 ? grain : (n + parts - 1) / parts;
+    dynamic_ = grain > 0;
+    next_.store(0, std::memory_order_relaxed);
     pending_.store(size_ - 1);
     gen_.fetch_add(1);
     if (sleeping_.load() > 0) {
@@ -147,7 +152,15 @@ class WorkerPool {
   // Never throws: an exception escaping a worker thread would end the process (a bad_alloc in
   // a kernel's scratch, say), so the first one is kept for the caller to rethrow.
   void run_chunk(int64_t index) {
-    const int64_t b = index * chunk_, e = std::min(n_, b + chunk_);
+    if (!dynamic_) return run_range(index * chunk_);
+    for (;;) {
+      const int64_t b = next_.fetch_add(1, std::memory_order_relaxed) * chunk_;
+      if (b >= n_) return;
+      run_range(b);
+    }
+  }
+  void run_range(int64_t b) {
+    const int64_t e = std::min(n_, b + chunk_);
     if (b >= e) return;
     try {
       (*fn_)(b, e);
@@ -167,6 +180,8 @@ class WorkerPool {
   // The current job; written before gen_ is bumped, read after it is seen.
   const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
   int64_t n_ = 0, parts_ = 0, chunk_ = 0;
+  bool dynamic_ = false;
+  std::atomic<int64_t> next_{0};  // the next chunk, in dynamic runs
   std::mutex error_mutex_;
   std::exception_ptr error_;
 };
@@ -216,7 +231,8 @@ std::vector<int> allowed_cpus() {
 
 void set_num_threads(int n) { g_threads.store(n > 0 ? n : int(std::max(1u, std::thread::hardware_concurrency()))); }
 
-void parallel_for(int64_t n, int64_t min_per_thread, const std::function<void(int64_t, int64_t)>& fn) {
+namespace {
+void run_on_pool(int64_t n, int64_t min_per_thread, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   const int threads = num_threads();
   const int64_t t = std::min<int64_t>(threads, n / std::max<int64_t>(1, min_per_thread));
@@ -233,7 +249,17 @@ void parallel_for(int64_t n, int64_t min_per_thread, const std::function<void(in
     InJob() { t_in_job = true; }
     ~InJob() { t_in_job = false; }
   } in_job;
-  g_pool->run(n, t, fn);
+  g_pool->run(n, t, fn, grain);
+}
+}  // namespace
+
+void parallel_for(int64_t n, int64_t min_per_thread, const std::function<void(int64_t, int64_t)>& fn) {
+  run_on_pool(n, min_per_thread, 0, fn);
+}
+
+void parallel_for_dynamic(int64_t n, int64_t min_per_thread, int64_t grain,
+                          const std::function<void(int64_t, int64_t)>& fn) {
+  run_on_pool(n, min_per_thread, std::max<int64_t>(1, grain), fn);
 }
 
 }  // namespace strata::kernels

@@ -23,4 +23,12 @@ std::vector<int> allowed_cpus();
 // Runs fn(begin, end) over chunks; below min_per_thread items per thread it runs inline.
 void parallel_for(int64_t n, int64_t min_per_thread, const std::function<void(int64_t, int64_t)>& fn);
 
+// The same, but [0, n) is cut into chunks of `grain` items that the threads take from a shared
+// counter as they finish the previous one: a thread that is woken late, or whose memory is
+// slower, does less. Which thread runs a chunk varies from run to run, so fn must give each
+// index its own output (it may not accumulate across a thread's chunks). Run inline (one
+// thread, or too little work) it is one call fn(0, n), as parallel_for's.
+void parallel_for_dynamic(int64_t n, int64_t min_per_thread, int64_t grain,
+                          const std::function<void(int64_t, int64_t)>& fn);
+
 }  // namespace strata::kernels

@@ -137,7 +137,9 @@ void moe_forward(const MoeWeights& w, const MoeSpec& s, const float* x, const in
   // expert's outputs do not depend on the thread that computes them); the sums below run in
   // ascending expert id.
   if (most_rows <= kExpertsPerThreadRows && jobs.size() > 1) {
-    kernels::parallel_for(int64_t(jobs.size()), 1, [&](int64_t b, int64_t e) {
+    // one expert at a time from a shared counter: 6 experts in fixed halves left a thread
+    // waiting whenever its three were the slower ones
+    kernels::parallel_for_dynamic(int64_t(jobs.size()), 1, 1, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) run_job(jobs[size_t(i)]);
     });
   } else {
