@@ -182,11 +182,12 @@ void gemv_block(const LinearWeight& w, const double* x, float* y, bool rb, int64
   // whole blocks with no exit inside (an exit per 16 columns made GCC keep the accumulators in
   // memory across it), then a partial last block (in % 16 == 0 always)
   const int64_t whole = w.in / Row::kBlock * Row::kBlock;
+  // the next NW rows (contiguous with these), at the pace these are read
+  const char* ahead = static_cast<const char*>(row[0].at(0)) + NW * (w.in / Row::kBlock) * Row::kBlockBytes;
   for (int64_t kb = 0; kb < whole; kb += Row::kBlock) {
-    for (int i = 0; i < NW; ++i) {
-      row[i].begin(kb);
-      prefetch_ahead(row[i].at(kb), Row::kBlockBytes);
-    }
+    for (int i = 0; i < NW; ++i) row[i].begin(kb);
+    const char* next = ahead + NW * (kb / Row::kBlock) * Row::kBlockBytes;
+    for (int64_t off = 0; off < NW * Row::kBlockBytes; off += 64) _mm_prefetch(next + off, _MM_HINT_T0);
 #pragma GCC unroll 8
     for (int j = 0; j < Row::kBlock / 16; ++j) step(kb + 16 * j, j);
   }
@@ -353,6 +354,62 @@ struct Fp8BitsRow {  // the weight side of the bits form (x carries scale · 2^1
   __m512d half(int64_t k) const { return e4m3_times_2m1016(p + k, _mm512_set1_epi64(int64_t(0x80FFFFFFFFFFFFFFull))); }
 };
 
+// FP8, the bits form for one activation row on CPUs with VBMI: the same fp64 values with one
+// shuffle per 8 weights and no shift. The 8 bytes of columns k..k+7 are broadcast to every
+// 64-bit lane (a load, not a shuffle); vpmultishiftqb then takes, in lane i, the 8 bits at bit
+// 8i - 1 into byte 6 and the 8 bits at bit 8i (column k + i's byte) into byte 7 (the other
+// bytes zeroed by its mask), which puts that byte's mantissa and exponent at bits 49-55 and its
+// sign at bit 63; the mask keeps those (the bits around them are neighbours' and copies). The
+// shift of the form above was one of the two operations per 8 weights on the two ports that
+// shifts and shuffles share on Zen 5, which bound this GEMV (not its memory) at one row.
+__attribute__((target("avx512vbmi"))) inline __m512d e4m3_times_2m1016_vbmi(const uint8_t* q, __m512i ctrl, __m512i keep) {
+  int64_t b;
+  __builtin_memcpy(&b, q, 8);
+  const __m512i v = _mm512_maskz_multishift_epi64_epi8(__mmask64(0xC0C0C0C0C0C0C0C0ull), ctrl, _mm512_set1_epi64(b));
+  return _mm512_castsi512_pd(_mm512_and_si512(v, keep));
+}
+
+template <int NW>
+__attribute__((target("avx512vbmi"))) void gemv_fp8_vbmi_block(const LinearWeight& w, const double* xs, float* y, bool rb,
+                                                                int64_t n) {
+  // lane i: byte 6 from bit 8i - 1 (mod 64), byte 7 from bit 8i
+  const __m512i ctrl = _mm512_set_epi64(0x3837000000000000, 0x302F000000000000, 0x2827000000000000, 0x201F000000000000,
+                                        0x1817000000000000, 0x100F000000000000, 0x0807000000000000, 0x003F000000000000);
+  const __m512i keep = _mm512_set1_epi64(int64_t(0x80FE000000000000ull));
+  const uint8_t* p[NW];
+  __m512d lo[NW], hi[NW];
+  for (int i = 0; i < NW; ++i) {
+    p[i] = static_cast<const uint8_t*>(w.data) + (n + i) * w.in;
+    lo[i] = _mm512_setzero_pd();
+    hi[i] = _mm512_setzero_pd();
+  }
+  // The NW rows are one contiguous region, read 16·NW bytes a step: the next group's region is
+  // asked for at the same pace, a line per 64 bytes read.
+  const char* ahead = reinterpret_cast<const char*>(p[0]) + NW * w.in;
+  for (int64_t k = 0; k < w.in; k += 16) {
+    __m512d xl = _mm512_loadu_pd(xs + k), xh = _mm512_loadu_pd(xs + k + 8);
+    asm("" : "+v"(xl), "+v"(xh));  // one load each, not one per FMA
+    if ((k * NW) % 64 == 0) _mm_prefetch(ahead + k * NW, _MM_HINT_T0);
+#pragma GCC unroll 4
+    for (int i = 0; i < NW; ++i) {
+      lo[i] = _mm512_fmadd_pd(xl, e4m3_times_2m1016_vbmi(p[i] + k, ctrl, keep), lo[i]);
+      hi[i] = _mm512_fmadd_pd(xh, e4m3_times_2m1016_vbmi(p[i] + k + 8, ctrl, keep), hi[i]);
+    }
+  }
+  for (int i = 0; i < NW; ++i) y[n + i] = finish(lo[i], hi[i], rb);
+}
+
+bool fp8_vbmi() {
+  static const bool vbmi = __builtin_cpu_supports("avx512vbmi");
+  return vbmi;
+}
+
+void gemv_fp8_vbmi(const LinearWeight& w, const double* xs, float* y, bool rb, int64_t nb, int64_t ne) {
+  int64_t n = nb;
+  for (; n + 4 <= ne; n += 4) gemv_fp8_vbmi_block<4>(w, xs, y, rb, n);
+  for (; n < ne; ++n) gemv_fp8_vbmi_block<1>(w, xs, y, rb, n);
+}
+
 // Any number of activation rows, kGemvMaxRows at a time, each group a few-row GEMV.
 template <class Row>
 void gemv_row_groups(const LinearWeight& w, const double* x, int64_t rows, float* y, bool rb, int64_t nb, int64_t ne) {
@@ -503,6 +560,7 @@ void gemv_fp8(const LinearWeight& w, const double* x, int64_t rows, float* y, bo
         }
       if (in_range) {
         if (rows >= 4) gemv_blocked<Fp8BitsRow>(w, xs, rows, y, rb, b0, b1, xs + rows * w.in);
+        else if (rows == 1 && fp8_vbmi()) gemv_fp8_vbmi(w, xs, y, rb, b0, b1);
         else gemv_rows<Fp8BitsRow>(w, xs, rows, y, rb, b0, b1);
       } else {
         int64_t n = b0;
