@@ -152,7 +152,10 @@ inline float finish(__m512d lo, __m512d hi, bool rb) {
 // A GEMV reads each weight once, as NW (4) streams per thread; the hardware prefetcher alone
 // left the bf16 head at ~31 GB/s of the machine's ~46. Software prefetches 1 KB ahead of each
 // stream, one per cache line: the head 34.8 -> 27.6 ms (median of 6 alternating runs, flash-2l's
-// 129280 x 4096 bf16 from its mapping).
+// 129280 x 4096 bf16 from its mapping). The one-row GEMVs (gemv_block, the FP8 VBMI form) now
+// ask instead for the next NW rows, which follow these in memory, at the pace these are read:
+// 1 KB ahead in a 1 KB row (FP8 wq_b) only reached the neighbouring row, already on its way.
+// The few-row GEMVs and the f16 form keep the per-row distance (not measured against it).
 constexpr int64_t kPrefetchBytes = 1024;
 inline void prefetch_ahead(const void* p, int64_t bytes) {
   for (int64_t off = 0; off < bytes; off += 64)
