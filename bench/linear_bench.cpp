@@ -67,8 +67,8 @@ void BM_Bf16Head(benchmark::State& st) { run(st, WeightFormat::bf16, 16384, 4096
 
 }  // namespace
 
-BENCHMARK(BM_Fp4Expert)->Arg(1)->Arg(4)->Arg(16)->Arg(128)->UseRealTime();
-BENCHMARK(BM_Fp8Wqb)->Arg(1)->Arg(4)->Arg(16)->Arg(128)->UseRealTime();
-BENCHMARK(BM_Bf16Head)->Arg(1)->Arg(4)->Arg(16)->Arg(128)->UseRealTime();
+BENCHMARK(BM_Fp4Expert)->Arg(1)->Arg(2)->Arg(4)->Arg(16)->Arg(128)->UseRealTime();
+BENCHMARK(BM_Fp8Wqb)->Arg(1)->Arg(2)->Arg(4)->Arg(16)->Arg(128)->UseRealTime();
+BENCHMARK(BM_Bf16Head)->Arg(1)->Arg(2)->Arg(4)->Arg(16)->Arg(128)->UseRealTime();
 
 BENCHMARK_MAIN();

@@ -348,7 +348,7 @@ TEST(Linear, Fp8GemvFormsGiveTheReferenceBitsOnBothSidesOfTheirRange) {
   for (auto& c : sc) c = uint8_t(118 + rng() % 6);
   const LinearWeight w{WeightFormat::fp8, fp8.data(), sc.data(), out, in};
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  for (int64_t rows : {1, 3, 6}) {  // 3: the multi-row GEMV, 6: the blocked one; their range over all rows
+  for (int64_t rows : {1, 2, 3, 6}) {  // 2, 3: the multi-row GEMV, 6: the blocked one; their range over all rows
     for (double edge : {255.0, 256.0, 1.0, 0x1p-30}) {
       for (bool with_nan : {false, true}) {
         // x unquantized (act_quant off): its largest |x · scale| is `edge` in band 1's block 2,

@@ -357,7 +357,7 @@ struct Fp8BitsRow {  // the weight side of the bits form (x carries scale · 2^1
   __m512d half(int64_t k) const { return e4m3_times_2m1016(p + k, _mm512_set1_epi64(int64_t(0x80FFFFFFFFFFFFFFull))); }
 };
 
-// FP8, the bits form for one activation row on CPUs with VBMI: the same fp64 values with one
+// FP8, the bits form for 1-3 activation rows on CPUs with VBMI: the same fp64 values with one
 // shuffle per 8 weights and no shift. The 8 bytes of columns k..k+7 are broadcast to every
 // 64-bit lane (a load, not a shuffle); vpmultishiftqb then takes, in lane i, the 8 bits at bit
 // 8i - 1 into byte 6 and the 8 bits at bit 8i (column k + i's byte) into byte 7 (the other
@@ -372,34 +372,59 @@ __attribute__((target("avx512vbmi"))) inline __m512d e4m3_times_2m1016_vbmi(cons
   return _mm512_castsi512_pd(_mm512_and_si512(v, keep));
 }
 
-template <int NW>
+// NW weight rows × NR (1-3) activation rows (xs: stride w.in, y: stride w.out); named
+// accumulator arrays per activation row, as in gemv_multi_block (GCC 12).
+template <int NW, int NR>
 __attribute__((target("avx512vbmi"))) void gemv_fp8_vbmi_block(const LinearWeight& w, const double* xs, float* y, bool rb,
                                                                 int64_t n) {
+  static_assert(NR >= 1 && NR <= 3);
   // lane i: byte 6 from bit 8i - 1 (mod 64), byte 7 from bit 8i
   const __m512i ctrl = _mm512_set_epi64(0x3837000000000000, 0x302F000000000000, 0x2827000000000000, 0x201F000000000000,
                                         0x1817000000000000, 0x100F000000000000, 0x0807000000000000, 0x003F000000000000);
   const __m512i keep = _mm512_set1_epi64(int64_t(0x80FE000000000000ull));
+  const int64_t in = w.in;
   const uint8_t* p[NW];
-  __m512d lo[NW], hi[NW];
+  __m512d l0[NW], h0[NW], l1[NW], h1[NW], l2[NW], h2[NW];
   for (int i = 0; i < NW; ++i) {
-    p[i] = static_cast<const uint8_t*>(w.data) + (n + i) * w.in;
-    lo[i] = _mm512_setzero_pd();
-    hi[i] = _mm512_setzero_pd();
+    p[i] = static_cast<const uint8_t*>(w.data) + (n + i) * in;
+    l0[i] = h0[i] = l1[i] = h1[i] = l2[i] = h2[i] = _mm512_setzero_pd();
   }
   // The NW rows are one contiguous region, read 16·NW bytes a step: the next group's region is
   // asked for at the same pace, a line per 64 bytes read.
-  const char* ahead = reinterpret_cast<const char*>(p[0]) + NW * w.in;
-  for (int64_t k = 0; k < w.in; k += 16) {
-    __m512d xl = _mm512_loadu_pd(xs + k), xh = _mm512_loadu_pd(xs + k + 8);
-    asm("" : "+v"(xl), "+v"(xh));  // one load each, not one per FMA
+  const char* ahead = reinterpret_cast<const char*>(p[0]) + NW * in;
+  for (int64_t k = 0; k < in; k += 16) {
+    __m512d x0l = _mm512_loadu_pd(xs + k), x0h = _mm512_loadu_pd(xs + k + 8);
+    __m512d x1l = x0l, x1h = x0h, x2l = x0l, x2h = x0h;
+    asm("" : "+v"(x0l), "+v"(x0h));  // one load each, not one per FMA
+    if constexpr (NR > 1) {
+      x1l = _mm512_loadu_pd(xs + in + k), x1h = _mm512_loadu_pd(xs + in + k + 8);
+      asm("" : "+v"(x1l), "+v"(x1h));
+    }
+    if constexpr (NR > 2) {
+      x2l = _mm512_loadu_pd(xs + 2 * in + k), x2h = _mm512_loadu_pd(xs + 2 * in + k + 8);
+      asm("" : "+v"(x2l), "+v"(x2h));
+    }
     if ((k * NW) % 64 == 0) _mm_prefetch(ahead + k * NW, _MM_HINT_T0);
 #pragma GCC unroll 4
     for (int i = 0; i < NW; ++i) {
-      lo[i] = _mm512_fmadd_pd(xl, e4m3_times_2m1016_vbmi(p[i] + k, ctrl, keep), lo[i]);
-      hi[i] = _mm512_fmadd_pd(xh, e4m3_times_2m1016_vbmi(p[i] + k + 8, ctrl, keep), hi[i]);
+      const __m512d wl = e4m3_times_2m1016_vbmi(p[i] + k, ctrl, keep), wh = e4m3_times_2m1016_vbmi(p[i] + k + 8, ctrl, keep);
+      l0[i] = _mm512_fmadd_pd(x0l, wl, l0[i]);
+      h0[i] = _mm512_fmadd_pd(x0h, wh, h0[i]);
+      if constexpr (NR > 1) {
+        l1[i] = _mm512_fmadd_pd(x1l, wl, l1[i]);
+        h1[i] = _mm512_fmadd_pd(x1h, wh, h1[i]);
+      }
+      if constexpr (NR > 2) {
+        l2[i] = _mm512_fmadd_pd(x2l, wl, l2[i]);
+        h2[i] = _mm512_fmadd_pd(x2h, wh, h2[i]);
+      }
     }
   }
-  for (int i = 0; i < NW; ++i) y[n + i] = finish(lo[i], hi[i], rb);
+  for (int i = 0; i < NW; ++i) {
+    y[n + i] = finish(l0[i], h0[i], rb);
+    if constexpr (NR > 1) y[w.out + n + i] = finish(l1[i], h1[i], rb);
+    if constexpr (NR > 2) y[2 * w.out + n + i] = finish(l2[i], h2[i], rb);
+  }
 }
 
 bool fp8_vbmi() {
@@ -407,10 +432,21 @@ bool fp8_vbmi() {
   return vbmi;
 }
 
-void gemv_fp8_vbmi(const LinearWeight& w, const double* xs, float* y, bool rb, int64_t nb, int64_t ne) {
+template <int NR>
+void gemv_fp8_vbmi_rows(const LinearWeight& w, const double* xs, float* y, bool rb, int64_t nb, int64_t ne) {
+  constexpr int NW = NR == 3 ? 2 : 4;
   int64_t n = nb;
-  for (; n + 4 <= ne; n += 4) gemv_fp8_vbmi_block<4>(w, xs, y, rb, n);
-  for (; n < ne; ++n) gemv_fp8_vbmi_block<1>(w, xs, y, rb, n);
+  for (; n + NW <= ne; n += NW) gemv_fp8_vbmi_block<NW, NR>(w, xs, y, rb, n);
+  for (; n < ne; ++n) gemv_fp8_vbmi_block<1, NR>(w, xs, y, rb, n);
+}
+
+// 1 to 3 activation rows (decode; MTP verification and small batches)
+void gemv_fp8_vbmi(const LinearWeight& w, const double* xs, int64_t rows, float* y, bool rb, int64_t nb, int64_t ne) {
+  switch (rows) {
+    case 1: return gemv_fp8_vbmi_rows<1>(w, xs, y, rb, nb, ne);
+    case 2: return gemv_fp8_vbmi_rows<2>(w, xs, y, rb, nb, ne);
+    default: return gemv_fp8_vbmi_rows<3>(w, xs, y, rb, nb, ne);
+  }
 }
 
 // Any number of activation rows, kGemvMaxRows at a time, each group a few-row GEMV.
@@ -563,7 +599,7 @@ void gemv_fp8(const LinearWeight& w, const double* x, int64_t rows, float* y, bo
         }
       if (in_range) {
         if (rows >= 4) gemv_blocked<Fp8BitsRow>(w, xs, rows, y, rb, b0, b1, xs + rows * w.in);
-        else if (rows == 1 && fp8_vbmi()) gemv_fp8_vbmi(w, xs, y, rb, b0, b1);
+        else if (fp8_vbmi()) gemv_fp8_vbmi(w, xs, rows, y, rb, b0, b1);
         else gemv_rows<Fp8BitsRow>(w, xs, rows, y, rb, b0, b1);
       } else {
         int64_t n = b0;
