@@ -100,13 +100,13 @@ void linear(const LinearWeight& w, const float* x, int64_t rows, float* y, bool 
     for (int64_t i = 0; i < rows * in; ++i) xd[size_t(i)] = double(x[i]);
     const int64_t blocks = (out + 3) / 4;
     const int64_t min_blocks = std::max<int64_t>(4, (int64_t(1) << 16) / std::max<int64_t>(1, 4 * in * rows));
-    // ~16 chunks a thread, in whole 32-row bands (the FP8 kernels' scale band): with a fixed
-    // half each, the thread that started second (or reads slower memory) set the pace, and
-    // the other waited ~10% of a decode step. FP4 keeps a chunk a thread: its integer route
-    // prepares the activation once per chunk.
+    // Up to ~16 chunks a thread, in whole 128-row bands (FP8's scale band: its GEMV scales the
+    // activation once per band and call): with a fixed half each, the thread that started
+    // second (or reads slower memory) set the pace, and the other waited ~10% of a decode
+    // step. FP4 keeps a chunk a thread: its integer route prepares the activation per chunk.
     const int64_t chunks = w.format == WeightFormat::fp4 ? num_threads() : 16 * num_threads();
     const int64_t grain = w.format == WeightFormat::fp4 ? (blocks + chunks - 1) / chunks
-                                                        : std::max<int64_t>(8, (blocks + chunks - 1) / chunks / 8 * 8);
+                                                        : std::max<int64_t>(32, (blocks + chunks - 1) / chunks / 32 * 32);
     parallel_for_dynamic(blocks, min_blocks, grain, [&](int64_t b, int64_t e) {
       thread_local AlignedBuffer<double> panel;
       panel.reserve(size_t(avx512::linear_panel_doubles(in, rows)));
