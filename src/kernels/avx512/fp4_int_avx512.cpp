@@ -22,6 +22,7 @@
 
 #include "core/numfmt.h"
 #include "kernels/avx512/int_blocks.h"
+#include "kernels/avx512/vbmi.h"
 
 namespace strata::kernels::avx512 {
 namespace {
@@ -58,8 +59,7 @@ inline int lane_max(__m512i v) {
 }  // namespace
 
 bool fp4_int_supported(const LinearWeight& w) {
-  static const bool vbmi = __builtin_cpu_supports("avx512vbmi");
-  return vbmi && w.format == WeightFormat::fp4 && w.in % 512 == 0 && w.in > 0 && w.in <= kMaxIn;
+  return has_vbmi() && w.format == WeightFormat::fp4 && w.in % 512 == 0 && w.in > 0 && w.in <= kMaxIn;
 }
 
 bool fp4_int_prepare(const double* x, int64_t in, void* scratch, Fp4IntActivation& a) {

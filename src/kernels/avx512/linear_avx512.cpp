@@ -24,6 +24,7 @@
 #include "core/numfmt.h"
 #include "kernels/avx512/fold8.h"
 #include "kernels/avx512/fp4_int.h"
+#include "kernels/avx512/vbmi.h"
 #include "kernels/dot.h"
 #include "kernels/linear.h"
 
@@ -157,10 +158,10 @@ inline float finish(__m512d lo, __m512d hi, bool rb) {
 // 1 KB ahead in a 1 KB row (FP8 wq_b) only reached the neighbouring row, already on its way.
 // The few-row GEMVs and the f16 form keep the per-row distance (not measured against it).
 constexpr int64_t kPrefetchBytes = 1024;
-inline void prefetch_ahead(const void* p, int64_t bytes) {
-  for (int64_t off = 0; off < bytes; off += 64)
-    _mm_prefetch(static_cast<const char*>(p) + kPrefetchBytes + off, _MM_HINT_T0);
+inline void prefetch_lines(const char* p, int64_t bytes) {
+  for (int64_t off = 0; off < bytes; off += 64) _mm_prefetch(p + off, _MM_HINT_T0);
 }
+inline void prefetch_ahead(const void* p, int64_t bytes) { prefetch_lines(static_cast<const char*>(p) + kPrefetchBytes, bytes); }
 
 // One activation row: NW weight rows advance together.
 template <class Row, int NW>
@@ -189,8 +190,7 @@ void gemv_block(const LinearWeight& w, const double* x, float* y, bool rb, int64
   const char* ahead = static_cast<const char*>(row[0].at(0)) + NW * (w.in / Row::kBlock) * Row::kBlockBytes;
   for (int64_t kb = 0; kb < whole; kb += Row::kBlock) {
     for (int i = 0; i < NW; ++i) row[i].begin(kb);
-    const char* next = ahead + NW * (kb / Row::kBlock) * Row::kBlockBytes;
-    for (int64_t off = 0; off < NW * Row::kBlockBytes; off += 64) _mm_prefetch(next + off, _MM_HINT_T0);
+    prefetch_lines(ahead + NW * (kb / Row::kBlock) * Row::kBlockBytes, NW * Row::kBlockBytes);
 #pragma GCC unroll 8
     for (int j = 0; j < Row::kBlock / 16; ++j) step(kb + 16 * j, j);
   }
@@ -404,7 +404,7 @@ __attribute__((target("avx512vbmi"))) void gemv_fp8_vbmi_block(const LinearWeigh
       x2l = _mm512_loadu_pd(xs + 2 * in + k), x2h = _mm512_loadu_pd(xs + 2 * in + k + 8);
       asm("" : "+v"(x2l), "+v"(x2h));
     }
-    if ((k * NW) % 64 == 0) _mm_prefetch(ahead + k * NW, _MM_HINT_T0);
+    if ((k * NW) % 64 == 0) prefetch_lines(ahead + k * NW, 64);
 #pragma GCC unroll 4
     for (int i = 0; i < NW; ++i) {
       const __m512d wl = e4m3_times_2m1016_vbmi(p[i] + k, ctrl, keep), wh = e4m3_times_2m1016_vbmi(p[i] + k + 8, ctrl, keep);
@@ -425,11 +425,6 @@ __attribute__((target("avx512vbmi"))) void gemv_fp8_vbmi_block(const LinearWeigh
     if constexpr (NR > 1) y[w.out + n + i] = finish(l1[i], h1[i], rb);
     if constexpr (NR > 2) y[2 * w.out + n + i] = finish(l2[i], h2[i], rb);
   }
-}
-
-bool fp8_vbmi() {
-  static const bool vbmi = __builtin_cpu_supports("avx512vbmi");
-  return vbmi;
 }
 
 template <int NR>
@@ -599,7 +594,7 @@ void gemv_fp8(const LinearWeight& w, const double* x, int64_t rows, float* y, bo
         }
       if (in_range) {
         if (rows >= 4) gemv_blocked<Fp8BitsRow>(w, xs, rows, y, rb, b0, b1, xs + rows * w.in);
-        else if (fp8_vbmi()) gemv_fp8_vbmi(w, xs, rows, y, rb, b0, b1);
+        else if (has_vbmi()) gemv_fp8_vbmi(w, xs, rows, y, rb, b0, b1);
         else gemv_rows<Fp8BitsRow>(w, xs, rows, y, rb, b0, b1);
       } else {
         int64_t n = b0;
