@@ -69,6 +69,18 @@ TEST(Dsv4Config, ParameterCountsMatchTheSeed) {
   EXPECT_NEAR(double(f.total.at(Component::attention)) / 43, 107.0e6, 0.2e6);
 }
 
+// A decode step reads, in a hash layer, one tid2eid row and the chosen experts' gate rows
+// (moe.cpp: gate_scores); elsewhere the whole gate and its bias.
+TEST(Dsv4Config, DecodeTrafficCountsWhatAHashLayerReads) {
+  Config c = load_config(kFlash);
+  ASSERT_EQ(c.num_hash_layers, 3);
+  Config none = c;
+  none.num_hash_layers = 0;
+  const double gate = 256.0 * 4096 * 2, bias = 256.0 * 4, hash_gate = 6.0 * 4096 * 2, tid2eid_row = 6.0 * 8;
+  EXPECT_DOUBLE_EQ(decode_traffic(none, 4096).weights - decode_traffic(c, 4096).weights,
+                   3 * (gate + bias - hash_gate - tid2eid_row));
+}
+
 TEST(Dsv4Config, ExpectedTensorsFollowTheOfficialListing) {
   Config c = load_config(kFlash);
   auto all = expected_tensors(c);

@@ -15,6 +15,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "core/error.h"
 #include "core/numfmt.h"
 #include "kernels/parallel.h"
 #include "io/json_file.h"
@@ -368,6 +369,56 @@ TEST(Dsv4Golden, MoeLayer) {
       EXPECT_TRUE(std::equal(out.begin(), out.end(), out4.begin() + k * 6 * 256)) << threads << " threads, copy " << k;
   }
   kernels::set_num_threads(0);
+}
+
+// Hash layers compute only the chosen experts' gate rows (moe.cpp: gate_scores). Each route
+// equals the one from the whole gate's scores, and the gate rows no token chooses are never
+// read: set to NaN, the outputs are the same bits (6 rows, 2 of 8 experts each, 3 distinct
+// experts in all: fewer than half, so the gathered product runs).
+TEST(Dsv4Golden, MoeHashLayerReadsOnlyTheChosenGateRows) {
+  Golden g("moe");
+  LOAD_OR_SKIP(g);
+  auto x = g.f("x");
+  MoeWeights w;
+  w.gate = g.plain("gate_weight");
+  for (int e = 0; e < 8; ++e) {
+    const std::string p = "experts." + std::to_string(e) + ".";
+    w.experts.push_back({g.fp4(p + "w1"), g.fp4(p + "w2"), g.fp4(p + "w3")});
+  }
+  w.shared = {g.fp8("shared_experts.w1"), g.fp8("shared_experts.w2"), g.fp8("shared_experts.w3")};
+  MoeSpec s;
+  s.dim = 256;
+  s.experts = 8;
+  s.topk = 2;
+  s.route_scale = 1.5f;
+  s.swiglu_limit = 10.0f;
+  s.hash = true;
+  s.vocab = 4;
+  const std::vector<int64_t> tid2eid = {5, 1, 1, 6, 6, 5, 1, 5};  // [vocab, topk]
+  w.tid2eid = tid2eid.data();
+  w.tid2eid_i64 = true;
+  const std::vector<int64_t> ids = {0, 1, 2, 3, 0, 2};
+  for (size_t t = 0; t < 6; ++t) {
+    Routing r = route(w, s, x.data() + t * 256, ids[t]);
+    std::vector<float> full(8);
+    kernels::linear(w.gate, x.data() + t * 256, 1, full.data(), false);
+    Routing whole = route_scored(w, s, full, ids[t]);
+    EXPECT_EQ(r.experts, whole.experts) << t;
+    EXPECT_EQ(r.weights, whole.weights) << t;
+  }
+  std::vector<float> out(6 * 256);
+  moe_forward(w, s, x.data(), ids.data(), 6, out.data());
+  std::vector<uint16_t> poisoned(static_cast<const uint16_t*>(w.gate.data), static_cast<const uint16_t*>(w.gate.data) + 8 * 256);
+  for (int64_t e : {0, 2, 3, 4, 7}) std::fill_n(poisoned.begin() + e * 256, 256, uint16_t(0x7FC0));
+  MoeWeights wp = w;
+  wp.gate.data = poisoned.data();
+  std::vector<float> again(out.size());
+  moe_forward(wp, s, x.data(), ids.data(), 6, again.data());
+  EXPECT_EQ(again, out);
+  for (float v : out) ASSERT_TRUE(std::isfinite(v));
+  // an id outside the table is an error, as before
+  const std::vector<int64_t> bad = {0, 4};
+  EXPECT_THROW(moe_forward(w, s, x.data(), bad.data(), 2, again.data()), strata::Error);
 }
 
 // ---------------------------------------------------------------- compressor, indexer, attention

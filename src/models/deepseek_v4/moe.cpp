@@ -18,58 +18,105 @@ using std::vector;
 namespace {
 // Most rows an expert may have for the experts to run whole, one per thread (moe_forward).
 constexpr int64_t kExpertsPerThreadRows = 4;
+
+// A hash layer's experts for one token: its tid2eid row.
+vector<int64_t> hash_experts(const MoeWeights& w, const MoeSpec& s, int64_t token) {
+  if (token < 0 || token >= s.vocab) throw Error("moe: token id " + std::to_string(token) + " out of vocabulary");
+  vector<int64_t> experts;
+  for (int64_t k = 0; k < s.topk; ++k) {
+    // memcpy: safetensors offsets need not be 8-aligned
+    int64_t e;
+    if (w.tid2eid_i64) {
+      std::memcpy(&e, static_cast<const uint8_t*>(w.tid2eid) + (token * s.topk + k) * 8, 8);
+    } else {
+      int32_t v;
+      std::memcpy(&v, static_cast<const uint8_t*>(w.tid2eid) + (token * s.topk + k) * 4, 4);
+      e = v;
+    }
+    if (e < 0 || e >= s.experts) throw Error("moe: tid2eid names expert " + std::to_string(e));
+    experts.push_back(e);
+  }
+  return experts;
+}
+
+// sigmoid or sqrt(softplus) of one gate score (softmax is over all of them: route_scored)
+float activate(const MoeSpec& s, float v) {
+  const double x = v;
+  if (s.scoring == "sigmoid") return float(1.0 / (1.0 + std::exp(-x)));
+  return float(std::sqrt(x > 20.0 ? x : std::log1p(std::exp(x))));  // torch's softplus threshold; fp64, one rounding
+}
+
+// Gate scores [rows, experts] (fp32 x · gateᵀ). A hash layer's experts come from the token ids,
+// so where the scoring is elementwise only the chosen experts' gate rows are needed (6 of 256
+// on V4): those rows, gathered, as one product — each score the same canonical dot as in the
+// whole gate — and the other scores left 0, never read. The whole gate where the rows chosen
+// are most of it, or the gate is stored block-scaled.
+vector<float> gate_scores(const MoeWeights& w, const MoeSpec& s, const float* x, const int64_t* ids, int64_t rows) {
+  const int64_t E = s.experts;
+  vector<float> sc(size_t(rows * E), 0.0f);
+  const auto f = w.gate.format;
+  const bool plain = f == kernels::WeightFormat::bf16 || f == kernels::WeightFormat::f32;
+  vector<int64_t> chosen;
+  if (s.hash && s.scoring != "softmax" && plain) {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t e : hash_experts(w, s, ids[r])) chosen.push_back(e);
+    std::sort(chosen.begin(), chosen.end());
+    chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());
+  }
+  if (chosen.empty() || int64_t(chosen.size()) * 2 > E) {
+    kernels::linear(w.gate, x, rows, sc.data(), false);
+    return sc;
+  }
+  const int64_t n = int64_t(chosen.size()), row_bytes = w.gate.in * (f == kernels::WeightFormat::f32 ? 4 : 2);
+  vector<uint8_t> gathered(size_t(n * row_bytes));
+  for (int64_t j = 0; j < n; ++j)
+    std::memcpy(gathered.data() + j * row_bytes, static_cast<const uint8_t*>(w.gate.data) + chosen[size_t(j)] * row_bytes,
+                size_t(row_bytes));
+  kernels::LinearWeight g = w.gate;
+  g.data = gathered.data();
+  g.out = n;
+  vector<float> part(size_t(rows * n));
+  kernels::linear(g, x, rows, part.data(), false);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < n; ++j) sc[size_t(r * E + chosen[size_t(j)])] = part[size_t(r * n + j)];
+  return sc;
+}
+
 }  // namespace
 
 Routing route(const MoeWeights& w, const MoeSpec& s, const float* x, int64_t token) {
-  vector<float> sc(static_cast<size_t>(s.experts));
-  kernels::linear(w.gate, x, 1, sc.data(), false);  // fp32 gate
-  return route_scored(w, s, std::move(sc), token);
+  return route_scored(w, s, gate_scores(w, s, x, &token, 1), token);
 }
 
 Routing route_scored(const MoeWeights& w, const MoeSpec& s, vector<float> sc, int64_t token) {
   const int64_t E = s.experts;
-  if (s.scoring == "softmax") {
+  const bool softmax = s.scoring == "softmax";
+  if (softmax) {
     float m = *std::max_element(sc.begin(), sc.end()), sum = 0.0f;
     for (auto& v : sc) sum += (v = float(std::exp(double(v - m))));
     for (auto& v : sc) v = v / sum;
-  } else if (s.scoring == "sigmoid") {
-    for (auto& v : sc) v = float(1.0 / (1.0 + std::exp(-double(v))));
-  } else {
-    // softplus with torch's threshold (x > 20 → x), then sqrt
-    for (auto& v : sc) {
-      const double x = v;
-      v = float(std::sqrt(x > 20.0 ? x : std::log1p(std::exp(x))));  // fp64, one rounding
-    }
   }
   Routing r;
+  vector<float> chosen_scores;
   if (s.hash) {
-    if (token < 0 || token >= s.vocab) throw Error("moe: token id " + std::to_string(token) + " out of vocabulary");
-    for (int64_t k = 0; k < s.topk; ++k) {
-      // memcpy: safetensors offsets need not be 8-aligned
-      int64_t e;
-      if (w.tid2eid_i64) {
-        std::memcpy(&e, static_cast<const uint8_t*>(w.tid2eid) + (token * s.topk + k) * 8, 8);
-      } else {
-        int32_t v;
-        std::memcpy(&v, static_cast<const uint8_t*>(w.tid2eid) + (token * s.topk + k) * 4, 4);
-        e = v;
-      }
-      if (e < 0 || e >= E) throw Error("moe: tid2eid names expert " + std::to_string(e));
-      r.experts.push_back(e);
-    }
+    r.experts = hash_experts(w, s, token);
+    for (int64_t e : r.experts) chosen_scores.push_back(softmax ? sc[size_t(e)] : activate(s, sc[size_t(e)]));
   } else {
+    if (!softmax)
+      for (auto& v : sc) v = activate(s, v);
     vector<float> biased(sc);
     if (w.bias)
       for (int64_t e = 0; e < E; ++e) biased[size_t(e)] = sc[size_t(e)] + w.bias[e];
     r.experts = kernels::topk(biased.data(), E, s.topk);
+    for (int64_t e : r.experts) chosen_scores.push_back(sc[size_t(e)]);
   }
   float sum = 0.0f;
-  for (int64_t e : r.experts) {
-    r.weights.push_back(sc[size_t(e)]);
-    sum += sc[size_t(e)];
+  for (float v : chosen_scores) {
+    r.weights.push_back(v);
+    sum += v;
   }
   for (auto& v : r.weights) {
-    if (s.scoring != "softmax") v = v / sum;
+    if (!softmax) v = v / sum;
     v = v * s.route_scale;
   }
   return r;
@@ -88,11 +135,11 @@ void expert_forward(const ExpertWeights& e, const MoeSpec& s, const float* x, in
 
 void moe_forward(const MoeWeights& w, const MoeSpec& s, const float* x, const int64_t* ids, int64_t rows, float* out) {
   const int64_t d = s.dim;
-  // The gate as one product over all rows: per row, each read the whole fp32 gate (4 MB on
-  // V4-Flash) from memory. Each score is the same canonical dot either way.
+  // The gate as one product over all rows (per row, each read the whole gate from memory);
+  // in hash layers only the rows of the experts the ids choose. Each score is the same
+  // canonical dot either way.
   const int64_t E = s.experts;
-  vector<float> scores(size_t(rows * E));
-  kernels::linear(w.gate, x, rows, scores.data(), false);
+  const vector<float> scores = gate_scores(w, s, x, ids, rows);
   vector<Routing> routes;
   for (int64_t r = 0; r < rows; ++r)
     routes.push_back(route_scored(w, s, vector<float>(scores.begin() + r * E, scores.begin() + (r + 1) * E), ids[r]));

@@ -42,6 +42,10 @@ DecodeTraffic decode_traffic(const Config& c, int64_t context) {
     double bytes = double(dtype_size(e.dtype));
     for (auto d : e.shape) bytes *= double(d);
     if (e.name == "embed.weight") bytes = double(c.hidden_size) * 2;  // one row
+    const bool hash = e.layer >= 0 && c.is_hash_layer(e.layer);
+    if (hash && e.name.ends_with(".ffn.gate.tid2eid")) bytes /= double(c.vocab_size);  // one row
+    if (hash && e.name.ends_with(".ffn.gate.weight"))  // the chosen experts' rows (moe.cpp: gate_scores)
+      bytes *= double(c.num_experts_per_tok) / double(c.n_routed_experts);
     if (e.component == Component::routed_expert) t.routed_experts += bytes * share;
     else t.weights += bytes;
   }

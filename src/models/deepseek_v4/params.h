@@ -31,7 +31,8 @@ namespace strata::dsv4 {
 
 // Bytes one decode step (batch 1) must read, as the forward pass stores things: every
 // non-expert weight of the main layers as stored (wo_a in FP8; the bf16 copy made where
-// wo_a_fp8_is_exact is false is not counted), the head, one embedding row,
+// wo_a_fp8_is_exact is false is not counted; in hash layers one tid2eid row and the chosen
+// experts' gate rows), the head, one embedding row,
 // num_experts_per_tok routed experts per layer on average, and the caches at `context` tokens
 // in the pool's formats (window, the CSA top-k or all HCA entries, every indexer key,
 // compressor state).
