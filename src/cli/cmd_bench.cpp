@@ -15,6 +15,7 @@
 #include "core/cpu.h"
 #include "core/error.h"
 #include "core/process_stats.h"
+#include "kernels/linear_profile.h"
 #include "kernels/parallel.h"
 #include "kernels/probe.h"
 #include "cache/pool.h"
@@ -33,7 +34,7 @@ struct Opts {
   int64_t prompt_tokens = 128, decode_tokens = 16;
   int threads = 0;
   double probe_seconds = 0.5;
-  bool json = false, skip_probes = false;
+  bool json = false, skip_probes = false, profile = false;
   int spec_tokens = 0;
   std::vector<int> spec_batches{1, 8};
   std::vector<int> batches;        // --batches: aggregate batched decode
@@ -106,12 +107,14 @@ void run_bench(const Opts& o) {
   auto logits = model->forward(st, ids.data(), int64_t(ids.size()));
   const double prefill_s = seconds_since(t0);
   int64_t next = 0;
+  if (o.profile) kernels::linear_profile_start();
   auto t1 = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < o.decode_tokens; ++i) {
     next = int64_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
     logits = model->decode(st, next);
   }
   const double decode_s = seconds_since(t1);
+  const auto profile = o.profile ? kernels::linear_profile_stop() : std::vector<kernels::LinearProfileEntry>{};
 
   const auto params = dsv4::count_params(cfg);
   const double decode_tps = double(o.decode_tokens) / decode_s;
@@ -129,6 +132,24 @@ void run_bench(const Opts& o) {
                  {"routed_expert_bytes", traffic.routed_experts}, {"cache_bytes", traffic.caches},
                  {"achieved_gbps", achieved}, {"roofline_tokens_per_s", bw > 0 ? bw * 1e9 / traffic.total() : 0},
                  {"pct_of_roofline", bw > 0 ? 100 * achieved / bw : 0}};
+  if (o.profile) {
+    // per decode token: each product shape's time (calling thread), weight GB/s and fp64-lane
+    // GMAC/s while it ran, against the read probe
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    double total = 0;
+    for (const auto& e : profile) {
+      const double per_call = e.seconds / double(e.calls);
+      const double gbps = e.weight_bytes / per_call / 1e9;
+      total += e.seconds;
+      rows.push_back({{"format", kernels::format_name(e.format)}, {"out", e.out}, {"in", e.in}, {"rows", e.rows},
+                      {"calls_per_token", double(e.calls) / double(o.decode_tokens)},
+                      {"ms_per_token", 1e3 * e.seconds / double(o.decode_tokens)},
+                      {"weight_bytes", e.weight_bytes}, {"weight_gbps", gbps}, {"gmacs", double(e.out) * double(e.in) * double(e.rows) / per_call / 1e9},
+                      {"pct_of_read_probe", bw > 0 ? 100 * gbps / bw : 0}});
+    }
+    j["decode"]["profile"] = rows;
+    j["decode"]["profiled_ms_per_token"] = 1e3 * total / double(o.decode_tokens);
+  }
   if (!o.contexts.empty()) {
     // Decode at long context from a synthetic state (models/deepseek_v4/synthetic_state.h),
     // placed in a cache pool as the engine places a request's (its entries in pool blocks
@@ -223,6 +244,18 @@ void run_bench(const Opts& o) {
     std::printf(", %.1f%% of the %.1f tokens/s roofline", j["decode"]["pct_of_roofline"].get<double>(),
                 j["decode"]["roofline_tokens_per_s"].get<double>());
   std::printf("\n");
+  if (o.profile) {
+    std::printf("decode products by weight shape, per token (%.1f ms of %.1f; time on the calling thread — MoE's experts "
+                "run one per thread side by side):\n",
+                j["decode"]["profiled_ms_per_token"].get<double>(), 1e3 / decode_tps);
+    for (const auto& r : j["decode"]["profile"]) {
+      std::printf("  %-4s %7lld x %-6lld rows %-3lld %6.2f calls %8.3f ms  %6.1f GB/s", r["format"].get<std::string>().c_str(),
+                  (long long)r["out"].get<int64_t>(), (long long)r["in"].get<int64_t>(), (long long)r["rows"].get<int64_t>(),
+                  r["calls_per_token"].get<double>(), r["ms_per_token"].get<double>(), r["weight_gbps"].get<double>());
+      if (probed) std::printf(" (%3.0f%% of read)", r["pct_of_read_probe"].get<double>());
+      std::printf("  %6.1f GMAC/s\n", r["gmacs"].get<double>());
+    }
+  }
   if (j.contains("batched_decode")) {
     std::printf("batched decode through the engine (%lld-token prompts, %lld tokens each):\n", (long long)o.prompt_tokens,
                 (long long)o.decode_tokens);
@@ -274,6 +307,8 @@ AutoRegister reg([](CLI::App& app) {
   c->add_option("--probe-seconds", o->probe_seconds, "time per machine probe (default 0.5)");
   c->add_flag("--skip-probes", o->skip_probes, "do not measure the machine");
   c->add_flag("--json", o->json, "print one JSON object");
+  c->add_flag("--profile", o->profile,
+              "time the decode steps' products by weight shape: ms per token, weight GB/s and GMAC/s of each");
   c->add_option("--spec-tokens", o->spec_tokens,
                 "also measure speculative decoding with up to N drafts: none vs MTP vs forced acceptance")
       ->check(CLI::Range(0, 16));

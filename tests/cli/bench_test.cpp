@@ -1,6 +1,7 @@
 // `strata bench` end to end through the binary, on a small random checkpoint: the long-context
 // steps run from a state placed in a cache pool (as the engine places a request), and their
-// JSON rows say so with the pool's bytes for that context.
+// JSON rows say so with the pool's bytes for that context; --profile breaks the decode steps'
+// products down by weight shape.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -44,6 +45,37 @@ TEST(Bench, LongContextStepsRunFromAPooledState) {
     EXPECT_EQ(rows[i]["indexer_scratch_bytes"].get<int64_t>(), align64(scratch)) << ctx;
     EXPECT_GT(scratch, 0);
   }
+}
+
+// Every product of a decode step is in the profile: the head once a token, and the weight bytes
+// the rows account for are the step's (the traffic the roofline counts) less what no product
+// reads (one embedding row, the caches, the mHC / norm vectors, tid2eid rows).
+TEST(Bench, ProfileBreaksDecodeDownByWeightShape) {
+  test::TinyCheckpoint tiny("bench_profile", 4);
+  auto r = run_strata("bench --model " + shell_quote(tiny.dir) + " --skip-probes --json --prompt-tokens 4 --decode-tokens 3 --profile");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& d = j["decode"];
+  ASSERT_TRUE(d.contains("profile")) << r.out;
+  const auto cfg = dsv4::preset_config("flash-tiny");
+  bool head = false;
+  double bytes = 0, ms = 0;
+  for (const auto& row : d["profile"]) {
+    EXPECT_EQ(row["rows"].get<int64_t>(), 1);
+    EXPECT_GT(row["calls_per_token"].get<double>(), 0.0);
+    EXPECT_GT(row["ms_per_token"].get<double>(), 0.0);
+    if (row["out"].get<int64_t>() == cfg.vocab_size && row["in"].get<int64_t>() == cfg.hidden_size) {
+      head = true;
+      EXPECT_DOUBLE_EQ(row["calls_per_token"].get<double>(), 1.0);
+    }
+    ms += row["ms_per_token"].get<double>();
+    bytes += row["calls_per_token"].get<double>() * row["weight_bytes"].get<double>();
+  }
+  EXPECT_TRUE(head);
+  EXPECT_NEAR(d["profiled_ms_per_token"].get<double>(), ms, 1e-9 * std::max(1.0, ms));
+  const double step = d["bytes_per_token"].get<double>();
+  EXPECT_LT(bytes, step);
+  EXPECT_GT(bytes, 0.9 * step);
 }
 
 }  // namespace

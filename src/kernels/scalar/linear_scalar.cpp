@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -7,6 +8,7 @@
 #include "kernels/aligned_buffer.h"
 #include "kernels/dot.h"
 #include "kernels/linear.h"
+#include "kernels/linear_profile.h"
 #include "kernels/parallel.h"
 #include "kernels/quant.h"
 
@@ -84,7 +86,19 @@ LinearWeight weight_rows(const LinearWeight& w, int64_t r0, int64_t n) {
 
 DequantFn dequant_fn(Isa isa) { return isa == Isa::avx512 ? avx512::dequant_row : dequant_row; }
 
+namespace {
+void linear_unprofiled(const LinearWeight& w, const float* x, int64_t rows, float* y, bool rb);
+}  // namespace
+
 void linear(const LinearWeight& w, const float* x, int64_t rows, float* y, bool rb) {
+  if (!linear_profile_on()) return linear_unprofiled(w, x, rows, y, rb);
+  const auto t0 = std::chrono::steady_clock::now();
+  linear_unprofiled(w, x, rows, y, rb);
+  linear_profile_record(w, rows, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+}
+
+namespace {
+void linear_unprofiled(const LinearWeight& w, const float* x, int64_t rows, float* y, bool rb) {
   if (w.empty()) throw Error("linear: weight is missing");
   const int64_t in = w.in, out = w.out;
   const bool quantized = (w.format == WeightFormat::fp8 || w.format == WeightFormat::fp4) && w.act_quant;
@@ -130,5 +144,7 @@ void linear(const LinearWeight& w, const float* x, int64_t rows, float* y, bool 
     }
   });
 }
+
+}  // namespace
 
 }  // namespace strata::kernels
