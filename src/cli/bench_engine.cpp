@@ -6,6 +6,7 @@
 #include <mutex>
 #include <random>
 
+#include "cli/bench_profile.h"
 #include "core/error.h"
 #include "engine/engine.h"
 #include "engine/generation.h"
@@ -17,6 +18,8 @@ using clock = std::chrono::steady_clock;
 
 struct ModeResult {
   double tokens_per_s = 0;
+  double steps = 0;                                     // decode steps after every request started
+  std::vector<kernels::LinearProfileEntry> profile;     // theirs, with run_batch's profile
   SpeculativeStats spec;
   std::map<uint64_t, std::vector<int32_t>> outputs;  // per request
 };
@@ -52,7 +55,7 @@ ModeResult run_single(dsv4::Model& m, const Tokenizer& tok, const std::vector<in
 // every request has its first token (all prefills done) to the last token.
 ModeResult run_batch(const std::shared_ptr<dsv4::Model>& m, const std::shared_ptr<const Tokenizer>& tok, int batch,
                      int64_t prompt_tokens, int64_t decode_tokens, int spec_tokens, bool adaptive,
-                     const std::map<uint64_t, std::vector<int32_t>>* forced) {
+                     const std::map<uint64_t, std::vector<int32_t>>* forced, bool profile = false) {
   engine::EngineOptions eo;
   eo.max_running = batch;
   eo.max_context = prompt_tokens + decode_tokens + 1;
@@ -78,12 +81,18 @@ ModeResult run_batch(const std::shared_ptr<dsv4::Model>& m, const std::shared_pt
       if (e.kind == engine::EventKind::token) {
         auto& out = r.outputs[e.request_id];
         out.push_back(e.token);
-        if (out.size() == 1 && ++started == batch) t_all_started = clock::now();
+        if (out.size() == 1 && ++started == batch) {
+          t_all_started = clock::now();
+          if (profile) kernels::linear_profile_start();
+        }
         else if (started == batch) ++after_start;
       }
       if (e.finish != FinishReason::none || e.cancelled || !e.error.empty()) {
         if (!e.error.empty()) error = e.error;
-        if (++done == batch) t_end = clock::now();
+        if (++done == batch) {
+          t_end = clock::now();
+          if (profile) r.profile = kernels::linear_profile_stop();
+        }
         cv.notify_all();
       }
     });
@@ -93,6 +102,7 @@ ModeResult run_batch(const std::shared_ptr<dsv4::Model>& m, const std::shared_pt
   if (!error.empty()) throw Error("bench: a request failed: " + error);
   const double s = std::chrono::duration<double>(t_end - t_all_started).count();
   r.tokens_per_s = s > 0 ? double(after_start) / s : 0;
+  r.steps = double(after_start) / double(batch);
   auto mt = eng.metrics();
   r.spec = {mt.spec_rounds, mt.spec_drafted, mt.spec_accepted, mt.spec_emitted};
   return r;
@@ -112,14 +122,20 @@ nlohmann::ordered_json report(const ModeResult& r, double plain_tps) {
 }  // namespace
 
 nlohmann::ordered_json bench_batches(const std::shared_ptr<dsv4::Model>& model, const std::shared_ptr<const Tokenizer>& tok,
-                                     int64_t prompt_tokens, int64_t decode_tokens, const std::vector<int>& batches) {
+                                     int64_t prompt_tokens, int64_t decode_tokens, const std::vector<int>& batches,
+                                     bool profile, double read_gbps) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
   double first = 0;
   for (int batch : batches) {
     if (batch < 1) throw Error("bench --batches: batch sizes must be at least 1");
-    const ModeResult r = run_batch(model, tok, batch, prompt_tokens, decode_tokens, 0, true, nullptr);
+    const ModeResult r = run_batch(model, tok, batch, prompt_tokens, decode_tokens, 0, true, nullptr, profile);
     if (first == 0) first = r.tokens_per_s;
-    out.push_back({{"batch", batch}, {"tokens_per_s", r.tokens_per_s}, {"ratio_to_first", first > 0 ? r.tokens_per_s / first : 0}});
+    nlohmann::ordered_json row = {{"batch", batch}, {"tokens_per_s", r.tokens_per_s}, {"ratio_to_first", first > 0 ? r.tokens_per_s / first : 0}};
+    if (profile && r.steps > 0) {
+      row["profile"] = profile_rows(r.profile, r.steps, read_gbps);
+      row["profiled_ms_per_step"] = profiled_ms(row["profile"]);
+    }
+    out.push_back(row);
   }
   return out;
 }

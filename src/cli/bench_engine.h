@@ -1,7 +1,8 @@
 // The engine-driven parts of `strata bench`.
 //
 // --batches B,...: aggregate decode tokens/s of B greedy requests decoding together through the
-// engine (continuous batching; counted from the moment every request has its first token).
+// engine (continuous batching; counted from the moment every request has its first token), and
+// with profile the products of those steps by weight shape (cli/bench_profile.h).
 //
 // --prefix-tokens N: time to first token through the engine (prefix caching on) of a request
 // whose prompt is an N-token prefix + a short suffix: cold (a prefix nobody sent before) vs a
@@ -26,7 +27,8 @@
 namespace strata::cli {
 
 nlohmann::ordered_json bench_batches(const std::shared_ptr<dsv4::Model>& model, const std::shared_ptr<const Tokenizer>& tok,
-                                     int64_t prompt_tokens, int64_t decode_tokens, const std::vector<int>& batches);
+                                     int64_t prompt_tokens, int64_t decode_tokens, const std::vector<int>& batches,
+                                     bool profile = false, double read_gbps = 0);
 
 nlohmann::ordered_json bench_prefix(const std::shared_ptr<dsv4::Model>& model, const std::shared_ptr<const Tokenizer>& tok,
                                     int64_t prefix_tokens, int64_t suffix_tokens);

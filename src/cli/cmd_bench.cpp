@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/bench_engine.h"
+#include "cli/bench_profile.h"
 #include "cli/commands.h"
 #include "cli/preload.h"
 #include "core/cpu.h"
@@ -133,22 +134,8 @@ void run_bench(const Opts& o) {
                  {"achieved_gbps", achieved}, {"roofline_tokens_per_s", bw > 0 ? bw * 1e9 / traffic.total() : 0},
                  {"pct_of_roofline", bw > 0 ? 100 * achieved / bw : 0}};
   if (o.profile) {
-    // per decode token: each product shape's time (calling thread), weight GB/s and fp64-lane
-    // GMAC/s while it ran, against the read probe
-    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-    double total = 0;
-    for (const auto& e : profile) {
-      const double per_call = e.seconds / double(e.calls);
-      const double gbps = e.weight_bytes / per_call / 1e9;
-      total += e.seconds;
-      rows.push_back({{"format", kernels::format_name(e.format)}, {"out", e.out}, {"in", e.in}, {"rows", e.rows},
-                      {"calls_per_token", double(e.calls) / double(o.decode_tokens)},
-                      {"ms_per_token", 1e3 * e.seconds / double(o.decode_tokens)},
-                      {"weight_bytes", e.weight_bytes}, {"weight_gbps", gbps}, {"gmacs", double(e.out) * double(e.in) * double(e.rows) / per_call / 1e9},
-                      {"pct_of_read_probe", bw > 0 ? 100 * gbps / bw : 0}});
-    }
-    j["decode"]["profile"] = rows;
-    j["decode"]["profiled_ms_per_token"] = 1e3 * total / double(o.decode_tokens);
+    j["decode"]["profile"] = profile_rows(profile, double(o.decode_tokens), bw);
+    j["decode"]["profiled_ms_per_token"] = profiled_ms(j["decode"]["profile"]);
   }
   if (!o.contexts.empty()) {
     // Decode at long context from a synthetic state (models/deepseek_v4/synthetic_state.h),
@@ -189,7 +176,7 @@ void run_bench(const Opts& o) {
   }
   if (!o.batches.empty()) {
     auto tok = std::make_shared<const Tokenizer>(Tokenizer::load(o.model));
-    j["batched_decode"] = bench_batches(model, tok, o.prompt_tokens, o.decode_tokens, o.batches);
+    j["batched_decode"] = bench_batches(model, tok, o.prompt_tokens, o.decode_tokens, o.batches, o.profile, bw);
   }
   if (o.prefix_tokens > 0) {
     auto tok = std::make_shared<const Tokenizer>(Tokenizer::load(o.model));
@@ -248,20 +235,20 @@ void run_bench(const Opts& o) {
     std::printf("decode products by weight shape, per token (%.1f ms of %.1f; time on the calling thread — MoE's experts "
                 "run one per thread side by side):\n",
                 j["decode"]["profiled_ms_per_token"].get<double>(), 1e3 / decode_tps);
-    for (const auto& r : j["decode"]["profile"]) {
-      std::printf("  %-4s %7lld x %-6lld rows %-3lld %6.2f calls %8.3f ms  %6.1f GB/s", r["format"].get<std::string>().c_str(),
-                  (long long)r["out"].get<int64_t>(), (long long)r["in"].get<int64_t>(), (long long)r["rows"].get<int64_t>(),
-                  r["calls_per_token"].get<double>(), r["ms_per_token"].get<double>(), r["weight_gbps"].get<double>());
-      if (probed) std::printf(" (%3.0f%% of read)", r["pct_of_read_probe"].get<double>());
-      std::printf("  %6.1f GMAC/s\n", r["gmacs"].get<double>());
-    }
+    print_profile(j["decode"]["profile"], probed, "  ");
   }
   if (j.contains("batched_decode")) {
     std::printf("batched decode through the engine (%lld-token prompts, %lld tokens each):\n", (long long)o.prompt_tokens,
                 (long long)o.decode_tokens);
-    for (const auto& r : j["batched_decode"])
+    for (const auto& r : j["batched_decode"]) {
       std::printf("  batch %3d: %8.2f tokens/s aggregate  %.2fx the first\n", r["batch"].get<int>(),
                   r["tokens_per_s"].get<double>(), r["ratio_to_first"].get<double>());
+      if (r.contains("profile")) {
+        std::printf("    products by weight shape, per step (%.1f ms of %.1f):\n", r["profiled_ms_per_step"].get<double>(),
+                    1e3 * r["batch"].get<int>() / r["tokens_per_s"].get<double>());
+        print_profile(r["profile"], probed, "    ");
+      }
+    }
   }
   if (j.contains("long_context")) {
     std::printf("decode step at long context (synthetic state in a cache pool; %lld steps each):\n",
@@ -308,7 +295,7 @@ AutoRegister reg([](CLI::App& app) {
   c->add_flag("--skip-probes", o->skip_probes, "do not measure the machine");
   c->add_flag("--json", o->json, "print one JSON object");
   c->add_flag("--profile", o->profile,
-              "time the decode steps' products by weight shape: ms per token, weight GB/s and GMAC/s of each");
+              "time the decode steps' products by weight shape (batch 1 and --batches): ms per step, weight GB/s and GMAC/s of each");
   c->add_option("--spec-tokens", o->spec_tokens,
                 "also measure speculative decoding with up to N drafts: none vs MTP vs forced acceptance")
       ->check(CLI::Range(0, 16));

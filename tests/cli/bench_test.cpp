@@ -62,20 +62,43 @@ TEST(Bench, ProfileBreaksDecodeDownByWeightShape) {
   double bytes = 0, ms = 0;
   for (const auto& row : d["profile"]) {
     EXPECT_EQ(row["rows"].get<int64_t>(), 1);
-    EXPECT_GT(row["calls_per_token"].get<double>(), 0.0);
-    EXPECT_GT(row["ms_per_token"].get<double>(), 0.0);
+    EXPECT_GT(row["calls_per_step"].get<double>(), 0.0);
+    EXPECT_GT(row["ms_per_step"].get<double>(), 0.0);
     if (row["out"].get<int64_t>() == cfg.vocab_size && row["in"].get<int64_t>() == cfg.hidden_size) {
       head = true;
-      EXPECT_DOUBLE_EQ(row["calls_per_token"].get<double>(), 1.0);
+      EXPECT_DOUBLE_EQ(row["calls_per_step"].get<double>(), 1.0);
     }
-    ms += row["ms_per_token"].get<double>();
-    bytes += row["calls_per_token"].get<double>() * row["weight_bytes"].get<double>();
+    ms += row["ms_per_step"].get<double>();
+    bytes += row["calls_per_step"].get<double>() * row["weight_bytes"].get<double>();
   }
   EXPECT_TRUE(head);
   EXPECT_NEAR(d["profiled_ms_per_token"].get<double>(), ms, 1e-9 * std::max(1.0, ms));
   const double step = d["bytes_per_token"].get<double>();
   EXPECT_LT(bytes, step);
   EXPECT_GT(bytes, 0.9 * step);
+}
+
+// With --batches, the engine's decode steps of each batch: the head once a step, over all rows.
+TEST(Bench, ProfileOfBatchedDecodeSteps) {
+  test::TinyCheckpoint tiny("bench_profile_batch", 4);
+  auto r = run_strata("bench --model " + shell_quote(tiny.dir) +
+                      " --skip-probes --json --prompt-tokens 4 --decode-tokens 4 --batches 1 3 --profile");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto cfg = dsv4::preset_config("flash-tiny");
+  ASSERT_EQ(j["batched_decode"].size(), 2u);
+  for (const auto& b : j["batched_decode"]) {
+    ASSERT_TRUE(b.contains("profile")) << r.out;
+    int heads = 0;
+    for (const auto& row : b["profile"])
+      if (row["out"].get<int64_t>() == cfg.vocab_size) {
+        ++heads;
+        EXPECT_EQ(row["rows"].get<int64_t>(), b["batch"].get<int64_t>());
+        EXPECT_NEAR(row["calls_per_step"].get<double>(), 1.0, 1e-9);
+      }
+    EXPECT_EQ(heads, 1) << b.dump();
+    EXPECT_GT(b["profiled_ms_per_step"].get<double>(), 0.0);
+  }
 }
 
 }  // namespace
