@@ -69,6 +69,6 @@ void BM_Bf16Head(benchmark::State& st) { run(st, WeightFormat::bf16, 16384, 4096
 
 BENCHMARK(BM_Fp4Expert)->Arg(1)->Arg(2)->Arg(4)->Arg(16)->Arg(128)->UseRealTime();
 BENCHMARK(BM_Fp8Wqb)->Arg(1)->Arg(2)->Arg(4)->Arg(16)->Arg(128)->UseRealTime();
-BENCHMARK(BM_Bf16Head)->Arg(1)->Arg(2)->Arg(4)->Arg(16)->Arg(128)->UseRealTime();
+BENCHMARK(BM_Bf16Head)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(16)->Arg(32)->Arg(128)->UseRealTime();
 
 BENCHMARK_MAIN();
