@@ -104,9 +104,11 @@ void run_bench(const Opts& o) {
   for (auto& x : ids) x = int64_t(rng() % uint64_t(cfg.vocab_size));
   const auto index_keys = o.indexer_cache == "fp4" ? dsv4::IndexKeyFormat::fp4 : dsv4::IndexKeyFormat::fp8;
   auto st = model->new_sequence(index_keys);
+  if (o.profile) kernels::linear_profile_start();
   auto t0 = std::chrono::steady_clock::now();
   auto logits = model->forward(st, ids.data(), int64_t(ids.size()));
   const double prefill_s = seconds_since(t0);
+  const auto prefill_profile = o.profile ? kernels::linear_profile_stop() : std::vector<kernels::LinearProfileEntry>{};
   int64_t next = 0;
   if (o.profile) kernels::linear_profile_start();
   auto t1 = std::chrono::steady_clock::now();
@@ -134,6 +136,8 @@ void run_bench(const Opts& o) {
                  {"achieved_gbps", achieved}, {"roofline_tokens_per_s", bw > 0 ? bw * 1e9 / traffic.total() : 0},
                  {"pct_of_roofline", bw > 0 ? 100 * achieved / bw : 0}};
   if (o.profile) {
+    j["prefill"]["profile"] = profile_rows(prefill_profile, 1.0, bw);
+    j["prefill"]["profiled_ms"] = profiled_ms(j["prefill"]["profile"]);
     j["decode"]["profile"] = profile_rows(profile, double(o.decode_tokens), bw);
     j["decode"]["profiled_ms_per_token"] = profiled_ms(j["decode"]["profile"]);
   }
@@ -223,6 +227,11 @@ void run_bench(const Opts& o) {
     std::printf(" (%.1f%% of bf16 peak, %.1f%% of fp64 fma peak)", j["prefill"]["pct_of_bf16_peak"].get<double>(),
                 j["prefill"]["pct_of_fp64_peak"].get<double>());
   std::printf("\n");
+  if (o.profile) {
+    std::printf("prefill products by weight shape (%.1f ms of %.1f; time on the calling thread):\n",
+                j["prefill"]["profiled_ms"].get<double>(), 1e3 * prefill_s);
+    print_profile(j["prefill"]["profile"], probed, "  ");
+  }
   std::printf("decode: %lld tokens at context %lld = %.2f tokens/s; %.1f MB read per token (weights %.1f, experts %.1f, "
               "caches %.2f) = %.1f GB/s achieved",
               (long long)o.decode_tokens, (long long)st.pos, decode_tps, traffic.total() / 1e6, traffic.weights / 1e6,
@@ -295,7 +304,7 @@ AutoRegister reg([](CLI::App& app) {
   c->add_flag("--skip-probes", o->skip_probes, "do not measure the machine");
   c->add_flag("--json", o->json, "print one JSON object");
   c->add_flag("--profile", o->profile,
-              "time the decode steps' products by weight shape (batch 1 and --batches): ms per step, weight GB/s and GMAC/s of each");
+              "time the products of the prefill and of the decode steps (batch 1 and --batches) by weight shape: ms per step, weight GB/s and GMAC/s of each");
   c->add_option("--spec-tokens", o->spec_tokens,
                 "also measure speculative decoding with up to N drafts: none vs MTP vs forced acceptance")
       ->check(CLI::Range(0, 16));

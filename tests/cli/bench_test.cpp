@@ -76,6 +76,18 @@ TEST(Bench, ProfileBreaksDecodeDownByWeightShape) {
   const double step = d["bytes_per_token"].get<double>();
   EXPECT_LT(bytes, step);
   EXPECT_GT(bytes, 0.9 * step);
+  // the prefill's products: all 4 prompt rows at once, the head on the last position only
+  const auto& p = j["prefill"];
+  ASSERT_TRUE(p.contains("profile")) << r.out;
+  int heads = 0;
+  for (const auto& row : p["profile"]) {
+    if (row["out"].get<int64_t>() != cfg.vocab_size) continue;
+    ++heads;
+    EXPECT_EQ(row["rows"].get<int64_t>(), 1);
+    EXPECT_DOUBLE_EQ(row["calls_per_step"].get<double>(), 1.0);
+  }
+  EXPECT_EQ(heads, 1);
+  EXPECT_GT(p["profiled_ms"].get<double>(), 0.0);
 }
 
 // With --batches, the engine's decode steps of each batch: the head once a step, over all rows.
