@@ -324,24 +324,35 @@ TEST(Dsv4Golden, ExpertSwiGluRoutedAndShared) {
   for (const Diff& d : {d1, d2, d3}) EXPECT_EQ(d.mismatches, 0);
 }
 
-TEST(Dsv4Golden, MoeLayer) {
-  Golden g("moe");
-  LOAD_OR_SKIP(g);
-  auto x = g.f("x");
+// The "moe" golden's layer: 8 FP4 experts of 256 wide, 2 a token, the FP8 shared expert (no
+// router bias or tid2eid: the tests add what they route by).
+MoeWeights moe_golden_weights(Golden& g) {
   MoeWeights w;
   w.gate = g.plain("gate_weight");
-  w.bias = g.f32p("gate_bias");
   for (int e = 0; e < 8; ++e) {
     const std::string p = "experts." + std::to_string(e) + ".";
     w.experts.push_back({g.fp4(p + "w1"), g.fp4(p + "w2"), g.fp4(p + "w3")});
   }
   w.shared = {g.fp8("shared_experts.w1"), g.fp8("shared_experts.w2"), g.fp8("shared_experts.w3")};
+  return w;
+}
+MoeSpec moe_golden_spec() {
   MoeSpec s;
   s.dim = 256;
   s.experts = 8;
   s.topk = 2;
   s.route_scale = 1.5f;
   s.swiglu_limit = 10.0f;
+  return s;
+}
+
+TEST(Dsv4Golden, MoeLayer) {
+  Golden g("moe");
+  LOAD_OR_SKIP(g);
+  auto x = g.f("x");
+  MoeWeights w = moe_golden_weights(g);
+  w.bias = g.f32p("gate_bias");
+  MoeSpec s = moe_golden_spec();
   s.vocab = 1 << 20;
   auto want_idx = g.a("route_indices").to_i64();
   for (size_t t = 0; t < 6; ++t) {
@@ -379,19 +390,8 @@ TEST(Dsv4Golden, MoeHashLayerReadsOnlyTheChosenGateRows) {
   Golden g("moe");
   LOAD_OR_SKIP(g);
   auto x = g.f("x");
-  MoeWeights w;
-  w.gate = g.plain("gate_weight");
-  for (int e = 0; e < 8; ++e) {
-    const std::string p = "experts." + std::to_string(e) + ".";
-    w.experts.push_back({g.fp4(p + "w1"), g.fp4(p + "w2"), g.fp4(p + "w3")});
-  }
-  w.shared = {g.fp8("shared_experts.w1"), g.fp8("shared_experts.w2"), g.fp8("shared_experts.w3")};
-  MoeSpec s;
-  s.dim = 256;
-  s.experts = 8;
-  s.topk = 2;
-  s.route_scale = 1.5f;
-  s.swiglu_limit = 10.0f;
+  MoeWeights w = moe_golden_weights(g);
+  MoeSpec s = moe_golden_spec();
   s.hash = true;
   s.vocab = 4;
   const std::vector<int64_t> tid2eid = {5, 1, 1, 6, 6, 5, 1, 5};  // [vocab, topk]
