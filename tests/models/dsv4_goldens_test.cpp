@@ -428,7 +428,7 @@ void compressor_golden(const std::string& name) {
   if (!g.present()) GTEST_SKIP() << "no golden at " << g.dir;
   g.load();
   const auto& p = g.meta["params"];
-  const int64_t ratio = p["ratio"], hd = p["head_dim"], S = p["seq"], dim = p["dim"];
+  const int64_t ratio = p["ratio"], hd = p["head_dim"], S = p["seq"];
   kernels::RopeTable rope = yarn_rope(p["rope"]);
   CompressorWeights w{g.plain("wkv"), g.plain("wgate"), g.f32p("ape"), g.bf16("norm")};
   CompressorSpec s{ratio, hd, 64, p["rotate"].get<bool>(), 1e-6f, &rope};

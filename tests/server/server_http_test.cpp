@@ -167,7 +167,9 @@ class ServerHttp : public ::testing::Test {
     ojson j = ojson::parse(r->body);
     ASSERT_TRUE(j.contains("error")) << r->body;
     for (const char* k : {"message", "type", "param", "code"}) EXPECT_TRUE(j["error"].contains(k)) << r->body;
-    if (!param.empty()) EXPECT_EQ(j["error"]["param"], ojson(param)) << r->body;
+    if (!param.empty()) {
+      EXPECT_EQ(j["error"]["param"], ojson(param)) << r->body;
+    }
   }
   // The JSON payloads of an SSE body, "[DONE]" as a string.
   static std::vector<ojson> sse(const std::string& body) {
