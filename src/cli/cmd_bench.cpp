@@ -117,11 +117,11 @@ void run_bench(const Opts& o) {
     logits = model->decode(st, next);
   }
   const double decode_s = seconds_since(t1);
+  const auto profile = o.profile ? kernels::linear_profile_stop() : std::vector<kernels::LinearProfileEntry>{};
   // The read probe again, right after the decode steps: on a shared host the bandwidth moves
   // between the start's probe and the steps, and the roofline is only as good as its probe.
   double bw_after = 0;
   if (!o.skip_probes) bw_after = kernels::probe_read_bandwidth(size_t(1) << 30, threads, o.probe_seconds).value;
-  const auto profile = o.profile ? kernels::linear_profile_stop() : std::vector<kernels::LinearProfileEntry>{};
 
   const auto params = dsv4::count_params(cfg);
   const double decode_tps = double(o.decode_tokens) / decode_s;

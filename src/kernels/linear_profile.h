@@ -1,5 +1,5 @@
 // Opt-in accounting of kernels::linear calls by weight shape. `strata bench --profile` turns it
-// on for the batch-1 decode steps and prints each shape's time per token with the weight bytes
+// on for the prefill and the decode steps and prints each shape's time per step with the weight bytes
 // and multiply-adds it moved per second, so that the product that is off its bound is seen in
 // place (bench/linear_bench measures one kernel alone, with nothing around it). Off, it costs a
 // relaxed atomic load per call.
