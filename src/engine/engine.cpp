@@ -98,7 +98,14 @@ struct Engine::Impl {
   };
   // Samples a request's row of logits; false when the request has finished.
   bool sample_row(Req& r, std::vector<float>& row, StepTimes& t);
-  void verify_drafts(Req& r, std::vector<float>& all, StepTimes& t);
+  // A verified request's kept tokens, for the MTP to catch up on (finish_verified).
+  struct Verified {
+    RequestState* r;
+    std::vector<int64_t> feed;
+    int64_t drafted, kept;
+  };
+  void verify_drafts(Req& r, std::vector<float>& all, StepTimes& t, std::vector<Verified>& out);
+  void finish_verified(std::vector<Verified>& verified);
 };
 
 namespace {
@@ -374,6 +381,8 @@ void Engine::Impl::run_batched(std::vector<int64_t>& left, std::vector<std::vect
       for (size_t i : who) finish(running[i], running[i]->end_event(false, e.what()), true), left[i] = 0;
       continue;
     }
+    std::vector<MtpDrafter::SyncJob> syncs;
+    std::vector<RequestState*> done;
     for (size_t b = 0; b < who.size(); ++b) {
       const size_t i = who[b];
       RequestState& r = *running[i];
@@ -383,9 +392,11 @@ void Engine::Impl::run_batched(std::vector<int64_t>& left, std::vector<std::vect
         left[i] = 0;
         continue;
       }
-      if (drafter) drafter->sync(*r.state, items[b].ids, items[b].n, r.hidden.data());
-      checkpoint(r);
+      if (drafter) syncs.push_back({&*r.state, items[b].ids, items[b].n, r.hidden.data()});
+      done.push_back(&r);
     }
+    if (!syncs.empty()) drafter->sync_batch(syncs);  // the MTP catches up: one pass for all
+    for (RequestState* r : done) checkpoint(*r);
   }
 }
 
@@ -421,7 +432,10 @@ void Engine::Impl::plan_drafts(const StepPlan& plan, std::vector<int64_t>& left)
   }
   // Each drafted token costs one more row per decoding request: more so with a fuller batch.
   const double load = double(std::max<int64_t>(0, decoders - 1)) / 4.0;
-  const int32_t tok_vocab = tok->vocab_size();
+  // Each request's draft length and pool room first, then all drafts in one MTP pass per
+  // draft position (MtpDrafter::draft_batch: the head and each expert read once for all).
+  std::vector<MtpDrafter::DraftJob> jobs;
+  std::vector<size_t> who;
   for (size_t i = 0; i < running.size() && spare > 0; ++i) {
     if (!running[i] || plan.chunk[i] != 1) continue;
     RequestState& r = *running[i];
@@ -432,14 +446,25 @@ void Engine::Impl::plan_drafts(const StepPlan& plan, std::vector<int64_t>& left)
     if (prefix) k = std::min(k, (c0 / layout.block_tokens + 1) * layout.block_tokens - c0 - 1);
     // The pool first: no drafting for tokens it could not hold.
     if (k <= 0 || !pool->reserve(r.pool, c0 + 1 + k)) continue;  // drafts never evict prefix checkpoints
-    auto d = drafter->draft(*r.state, r.tokens.back(), int(k), tok_vocab);
-    pool->shrink(r.pool, c0 + 1 + int64_t(d.size()));  // fewer drafts than asked (none when out of step)
+    jobs.push_back({&*r.state, r.tokens.back(), int(k), {}});
+    who.push_back(i);
+    spare -= k;
+  }
+  if (jobs.empty()) return;
+  try {
+    drafter->draft_batch(jobs, tok->vocab_size());
+  } catch (const std::exception&) {  // no drafts this step (each MTP state is rolled back)
+    for (auto& job : jobs) job.drafts.clear();
+  }
+  for (size_t b = 0; b < jobs.size(); ++b) {
+    RequestState& r = *running[who[b]];
+    auto& d = jobs[b].drafts;
+    pool->shrink(r.pool, r.context() + 1 + int64_t(d.size()));  // fewer drafts than asked (none when out of step)
     if (d.empty()) continue;
     force_drafts(d, r.forced_drafts, r.generated());  // benchmarks only
     r.spec_feed.assign(1, r.tokens.back());
     r.spec_feed.insert(r.spec_feed.end(), d.begin(), d.end());
-    left[i] = int64_t(r.spec_feed.size());
-    spare -= int64_t(d.size());
+    left[who[b]] = int64_t(r.spec_feed.size());
   }
 }
 
@@ -462,7 +487,7 @@ bool Engine::Impl::sample_row(Req& r, std::vector<float>& row, StepTimes& t) {
 // Samples the verified rows in order with the request's own sampler, keeping drafts while
 // they equal the sampled token; then every state kind is rolled back to the kept tokens, the
 // MTP catches up on them and the pool gives back blocks of rejected tokens.
-void Engine::Impl::verify_drafts(Req& r, std::vector<float>& all, StepTimes& t) {
+void Engine::Impl::verify_drafts(Req& r, std::vector<float>& all, StepTimes& t, std::vector<Verified>& out) {
   const std::vector<int64_t> feed = std::move(r->spec_feed);
   r->spec_feed.clear();
   const int64_t n = int64_t(feed.size()), V = model->config().vocab_size, c0 = r->context() - n;
@@ -484,10 +509,21 @@ void Engine::Impl::verify_drafts(Req& r, std::vector<float>& all, StepTimes& t) 
   if (!r) return;  // finished: its cache is gone
   model->rollback(*r->state, r->undo, c0 + keep);
   r->undo.clear();
-  drafter->sync(*r->state, feed.data(), keep, r->hidden.data());
-  pool->shrink(r->pool, r->context());
-  r->draft_length->observe(int(n - 1), int(keep - 1));
-  checkpoint(*r);
+  out.push_back({&*r, std::move(feed), n - 1, keep - 1});
+}
+
+// The MTP catches up on every verified request's kept tokens in one pass (each weight read
+// once for all of them); then each gives back its rejected tokens' blocks and checkpoints.
+void Engine::Impl::finish_verified(std::vector<Verified>& verified) {
+  if (verified.empty()) return;
+  std::vector<MtpDrafter::SyncJob> syncs;
+  for (auto& v : verified) syncs.push_back({&*v.r->state, v.feed.data(), v.kept + 1, v.r->hidden.data()});
+  drafter->sync_batch(syncs);
+  for (auto& v : verified) {
+    pool->shrink(v.r->pool, v.r->context());
+    v.r->draft_length->observe(int(v.drafted), int(v.kept));
+    checkpoint(*v.r);
+  }
 }
 
 // Snapshots asked for by export_request(), between two steps (no chunk is half-run).
@@ -629,12 +665,14 @@ bool Engine::Impl::step() {
   plan_drafts(plan, left);
   run_batched(left, logits);
   StepTimes times;
+  std::vector<Verified> verified;
   for (size_t i = 0; i < running.size(); ++i) {
     Req& r = running[i];
     if (!r || plan.chunk[i] == 0) continue;
-    if (!r->spec_feed.empty()) verify_drafts(r, logits[i], times);
+    if (!r->spec_feed.empty()) verify_drafts(r, logits[i], times, verified);
     else if (r->context() == int64_t(r->tokens.size())) sample_row(r, logits[i], times);
   }
+  finish_verified(verified);
   running.erase(std::remove_if(running.begin(), running.end(), [](const Req& r) { return !r; }), running.end());
   {
     std::lock_guard lk(mu);

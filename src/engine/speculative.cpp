@@ -53,45 +53,105 @@ bool MtpDrafter::one_behind(const dsv4::SequenceState& st, int64_t pos) const {
 }
 
 void MtpDrafter::sync(dsv4::SequenceState& st, const int64_t* ids, int64_t n, const float* hidden) const {
+  sync_batch({SyncJob{&st, ids, n, hidden}});
+}
+
+void MtpDrafter::sync_batch(const std::vector<SyncJob>& jobs) const {
   if (m_.n_mtp() == 0) throw Error("speculative decoding needs an MTP block; the checkpoint has none");
   const auto& cfg = m_.config();
-  const int64_t hcd = cfg.hc_mult * cfg.hidden_size, pos0 = st.pos - n;
-  std::vector<float> rows;
-  std::vector<int64_t> next;
-  const bool in_step = (pos0 == 0 && st.mtp_pos[0] == 0) || one_behind(st, pos0);
-  if (in_step && pos0 > 0) {  // the pending position pos0 - 1 learns its next token, ids[0]
-    rows.insert(rows.end(), st.mtp_hidden.begin(), st.mtp_hidden.end());
-    next.push_back(ids[0]);
-  } else if (!in_step) {
-    const bool fp4 = st.mtp[0].index_keys.codec.kind == dsv4::EntryCodec::Kind::index_fp4;  // keep its storage
-    dsv4::init_layer_state(m_.attention_spec(cfg.num_hidden_layers), st.mtp[0],
-                           fp4 ? dsv4::IndexKeyFormat::fp4 : dsv4::IndexKeyFormat::fp8);
-    st.mtp_pos[0] = pos0;
+  const int64_t hcd = cfg.hc_mult * cfg.hidden_size;
+  // Per job: the rows the MTP has not seen yet (the pending position's streams, when it is in
+  // step, then every new position but the last) and the token after each.
+  std::vector<std::vector<float>> rows(jobs.size());
+  std::vector<std::vector<int64_t>> next(jobs.size());
+  std::vector<dsv4::Model::MtpItem> items;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    dsv4::SequenceState& st = *jobs[i].state;
+    const int64_t n = jobs[i].n, pos0 = st.pos - n;
+    const bool in_step = (pos0 == 0 && st.mtp_pos[0] == 0) || one_behind(st, pos0);
+    if (in_step && pos0 > 0) {  // the pending position pos0 - 1 learns its next token, ids[0]
+      rows[i].insert(rows[i].end(), st.mtp_hidden.begin(), st.mtp_hidden.end());
+      next[i].push_back(jobs[i].ids[0]);
+    } else if (!in_step) {
+      const bool fp4 = st.mtp[0].index_keys.codec.kind == dsv4::EntryCodec::Kind::index_fp4;  // keep its storage
+      dsv4::init_layer_state(m_.attention_spec(cfg.num_hidden_layers), st.mtp[0],
+                             fp4 ? dsv4::IndexKeyFormat::fp4 : dsv4::IndexKeyFormat::fp8);
+      st.mtp_pos[0] = pos0;
+    }
+    rows[i].insert(rows[i].end(), jobs[i].hidden, jobs[i].hidden + (n - 1) * hcd);
+    next[i].insert(next[i].end(), jobs[i].ids + 1, jobs[i].ids + n);
+    if (next[i].empty()) continue;
+    dsv4::Model::MtpItem it;
+    it.state = &st;
+    it.hidden = rows[i].data();
+    it.next_ids = next[i].data();
+    it.n = int64_t(next[i].size());
+    items.push_back(std::move(it));
   }
-  rows.insert(rows.end(), hidden, hidden + (n - 1) * hcd);
-  next.insert(next.end(), ids + 1, ids + n);
-  if (!next.empty()) m_.mtp_advance(st, rows.data(), next.data(), int64_t(next.size()));
-  st.mtp_hidden.assign(hidden + (n - 1) * hcd, hidden + n * hcd);
+  if (!items.empty()) m_.mtp_forward_batch(items);
+  for (const auto& job : jobs)
+    job.state->mtp_hidden.assign(job.hidden + (job.n - 1) * hcd, job.hidden + job.n * hcd);
 }
 
 std::vector<int64_t> MtpDrafter::draft(dsv4::SequenceState& st, int64_t pending, int k, int64_t vocab_limit) const {
-  std::vector<int64_t> out;
-  // Only an MTP in step (see sync) knows the hidden state it drafts from.
-  if (k <= 0 || m_.n_mtp() == 0 || !one_behind(st, st.pos)) return out;
-  cache::UndoLog undo;
-  const int64_t start = st.mtp_pos[0];
-  std::vector<float> h = st.mtp_hidden, streams;
-  int64_t tok = pending;
-  const int64_t room = m_.max_positions() - start;
-  for (int i = 0; i < k && i < room; ++i) {
-    auto logits = m_.mtp_forward(st, h.data(), &tok, 1, 0, &undo, &streams);
-    const auto end = logits.begin() + std::min<int64_t>(vocab_limit, int64_t(logits.size()));
-    tok = int64_t(std::max_element(logits.begin(), end) - logits.begin());  // ties: lowest id
-    out.push_back(tok);
-    h.swap(streams);
+  std::vector<DraftJob> jobs(1);
+  jobs[0].state = &st;
+  jobs[0].pending = pending;
+  jobs[0].k = k;
+  draft_batch(jobs, vocab_limit);
+  return std::move(jobs[0].drafts);
+}
+
+void MtpDrafter::draft_batch(std::vector<DraftJob>& jobs, int64_t vocab_limit) const {
+  struct Run {
+    DraftJob* job;
+    int64_t start, room, tok;
+    std::vector<float> h;
+    cache::UndoLog undo;
+  };
+  std::vector<Run> runs;
+  runs.reserve(jobs.size());  // items point at runs' members
+  for (auto& job : jobs) {
+    job.drafts.clear();
+    // Only an MTP in step (see sync) knows the hidden state it drafts from.
+    if (job.k <= 0 || m_.n_mtp() == 0 || !one_behind(*job.state, job.state->pos)) continue;
+    const int64_t start = job.state->mtp_pos[0];
+    runs.push_back(Run{&job, start, m_.max_positions() - start, job.pending, job.state->mtp_hidden, {}});
   }
-  m_.rollback_mtp(st, undo, start);
-  return out;
+  // Every state is rolled back, also when a step throws.
+  struct Rollback {
+    const dsv4::Model& m;
+    std::vector<Run>& runs;
+    ~Rollback() {
+      for (auto& r : runs) m.rollback_mtp(*r.job->state, r.undo, r.start);
+    }
+  } rollback{m_, runs};
+  for (int i = 0;; ++i) {
+    std::vector<dsv4::Model::MtpItem> items;
+    std::vector<Run*> who;
+    for (auto& r : runs) {
+      if (i >= r.job->k || i >= r.room) continue;
+      dsv4::Model::MtpItem it;
+      it.state = r.job->state;
+      it.hidden = r.h.data();
+      it.next_ids = &r.tok;
+      it.n = 1;
+      it.undo = &r.undo;
+      it.logits = true;
+      items.push_back(std::move(it));
+      who.push_back(&r);
+    }
+    if (items.empty()) break;
+    m_.mtp_forward_batch(items);
+    for (size_t b = 0; b < items.size(); ++b) {
+      Run& r = *who[b];
+      const auto& logits = items[b].out;
+      const auto end = logits.begin() + std::min<int64_t>(vocab_limit, int64_t(logits.size()));
+      r.tok = int64_t(std::max_element(logits.begin(), end) - logits.begin());  // ties: lowest id
+      r.job->drafts.push_back(r.tok);
+      r.h.swap(items[b].streams);
+    }
+  }
 }
 
 void force_drafts(std::vector<int64_t>& drafts, const std::vector<int32_t>& forced, int64_t generated) {

@@ -86,6 +86,25 @@ class MtpDrafter {
   // [0, vocab_limit); the MTP's state is unchanged afterwards. None when the MTP is not in
   // step (nothing synced yet).
   std::vector<int64_t> draft(dsv4::SequenceState& st, int64_t pending, int k, int64_t vocab_limit) const;
+  // Several requests' drafts at once: draft step i runs the MTP block once for every request
+  // still drafting (k > i), so the head and each routed expert are read once per step for
+  // all of them (per request, a batch of 8 read the 1 GB head 8 times per drafted token).
+  // Each request's drafts are bitwise those of draft() alone; the states must be distinct.
+  struct DraftJob {
+    dsv4::SequenceState* state = nullptr;
+    int64_t pending = 0;
+    int k = 0;
+    std::vector<int64_t> drafts;  // out
+  };
+  void draft_batch(std::vector<DraftJob>& jobs, int64_t vocab_limit) const;
+  // sync() for several requests in one MTP pass (each weight read once for all of them).
+  struct SyncJob {
+    dsv4::SequenceState* state = nullptr;
+    const int64_t* ids = nullptr;
+    int64_t n = 0;
+    const float* hidden = nullptr;
+  };
+  void sync_batch(const std::vector<SyncJob>& jobs) const;
 
  private:
   // The MTP has run every position before pos − 1 and holds the main streams of pos − 1.

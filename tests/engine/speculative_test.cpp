@@ -122,6 +122,46 @@ TEST_P(SpeculativeModel, DraftingLeavesTheMtpStateUntouched) {
   EXPECT_EQ(int64_t(std::max_element(logits.begin(), logits.begin() + 128000) - logits.begin()), d1[0]);
 }
 
+// Several requests drafting at once (different lengths, one not drafting, one whose MTP is out
+// of step) get bitwise the drafts each gets alone, and every MTP state is left as it was;
+// sync_batch leaves each state as sync alone does.
+TEST_P(SpeculativeModel, DraftBatchEqualsDraftingAlone) {
+  const auto& m = tiny_model(GetParam());
+  const std::vector<int64_t> lengths = {140, 9, 33, 20};
+  std::vector<dsv4::SequenceState> states, alone;
+  std::vector<std::vector<int64_t>> ids;
+  std::vector<std::vector<float>> hidden(lengths.size());
+  MtpDrafter drafter(m);
+  std::vector<MtpDrafter::SyncJob> syncs;
+  states.reserve(lengths.size());  // the jobs point into it
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    ids.push_back(random_ids(lengths[i], 128000, 20 + i));
+    states.push_back(m.new_sequence());
+    m.forward(states.back(), ids.back().data(), lengths[i], &hidden[i]);
+    alone.push_back(states.back());
+    if (i != 3) syncs.push_back({&states.back(), ids.back().data(), lengths[i], hidden[i].data()});  // 3: never synced
+  }
+  drafter.sync_batch(syncs);
+  for (size_t i = 0; i < 3; ++i) {
+    drafter.sync(alone[i], ids[i].data(), lengths[i], hidden[i].data());
+    expect_mtp_equal(states[i], alone[i], "sync " + std::to_string(i));
+  }
+  const std::vector<int> ks = {5, 2, 0, 3};
+  std::vector<MtpDrafter::DraftJob> jobs;
+  for (size_t i = 0; i < ks.size(); ++i) jobs.push_back({&states[i], int64_t(100 + i), ks[i], {}});
+  const auto before = states;
+  drafter.draft_batch(jobs, 128000);
+  for (size_t i = 0; i < ks.size(); ++i) {
+    const std::string what = "request " + std::to_string(i);
+    EXPECT_EQ(jobs[i].drafts, drafter.draft(alone[i], int64_t(100 + i), ks[i], 128000)) << what;
+    expect_mtp_equal(states[i], before[i], what);
+  }
+  EXPECT_EQ(jobs[0].drafts.size(), 5u);
+  EXPECT_EQ(jobs[1].drafts.size(), 2u);
+  EXPECT_TRUE(jobs[2].drafts.empty());  // k = 0
+  EXPECT_TRUE(jobs[3].drafts.empty());  // its MTP is not in step
+}
+
 struct GenRun {
   GenerationStats stats;
   dsv4::SequenceState state;

@@ -233,41 +233,89 @@ vector<float> Model::forward(SequenceState& st, const int64_t* ids, int64_t n, v
 
 vector<float> Model::mtp_forward(SequenceState& st, const float* hidden, const int64_t* next_ids, int64_t n, int64_t j,
                                  cache::UndoLog* undo, vector<float>* streams) const {
-  vector<float> x = mtp_advance(st, hidden, next_ids, n, j, undo);
-  const MtpWeights& m = w_.mtp[size_t(j)];
-  const int64_t hcd = cfg_.hc_mult * cfg_.hidden_size;
-  auto logits = logits_from_state(x.data() + (n - 1) * hcd, m.hc_head, m.norm);
-  if (streams) *streams = std::move(x);
-  return logits;
+  std::vector<MtpItem> items(1);
+  items[0] = {&st, hidden, next_ids, n, undo, true, {}, {}};
+  mtp_forward_batch(items, j);
+  if (streams) *streams = std::move(items[0].streams);
+  return std::move(items[0].out);
 }
 
 vector<float> Model::mtp_advance(SequenceState& st, const float* hidden, const int64_t* next_ids, int64_t n, int64_t j,
                                  cache::UndoLog* undo) const {
+  std::vector<MtpItem> items(1);
+  items[0] = {&st, hidden, next_ids, n, undo, false, {}, {}};
+  mtp_forward_batch(items, j);
+  return std::move(items[0].streams);
+}
+
+void Model::mtp_forward_batch(std::vector<MtpItem>& items, int64_t j) const {
   if (j < 0 || j >= n_mtp()) throw Error("mtp_forward: the checkpoint has no MTP block " + std::to_string(j));
-  if (st.mtp.size() != w_.mtp.size()) throw Error("mtp_forward: sequence state does not belong to this model");
-  check_ids(next_ids, n, st.mtp_pos[size_t(j)]);
+  int64_t n = 0;
+  for (const auto& it : items) {
+    if (!it.state || it.state->mtp.size() != w_.mtp.size())
+      throw Error("mtp_forward: sequence state does not belong to this model");
+    check_ids(it.next_ids, it.n, it.state->mtp_pos[size_t(j)]);
+    n += it.n;
+  }
+  for (size_t a = 0; a < items.size(); ++a)
+    for (size_t b = 0; b < a; ++b)
+      if (items[a].state == items[b].state) throw Error("mtp_forward: a sequence appears twice in one batch");
+  if (items.empty()) return;
   const MtpWeights& m = w_.mtp[size_t(j)];
-  const int64_t d = cfg_.hidden_size, hc = cfg_.hc_mult;
+  const int64_t d = cfg_.hidden_size, hc = cfg_.hc_mult, hcd = hc * d;
   const float eps = float(cfg_.rms_norm_eps);
+  vector<int64_t> ids;
+  ids.reserve(size_t(n));
+  for (const auto& it : items) ids.insert(ids.end(), it.next_ids, it.next_ids + it.n);
   // x_k = bf16(e_proj(enorm(embed(next))) + h_proj(hnorm(h_k))) for every stream k
-  vector<float> e(size_t(n * d)), ep(size_t(n * d)), hn(size_t(n * hc * d)), hp(size_t(n * hc * d));
+  vector<float> e(size_t(n * d)), ep(size_t(n * d)), hn(size_t(n * hcd)), hp(size_t(n * hcd));
   for (int64_t t = 0; t < n; ++t) {
-    for (int64_t c = 0; c < d; ++c) e[size_t(t * d + c)] = bf16_to_f32(w_.embed[next_ids[t] * d + c]);
+    for (int64_t c = 0; c < d; ++c) e[size_t(t * d + c)] = bf16_to_f32(w_.embed[ids[size_t(t)] * d + c]);
     kernels::rms_norm(e.data() + t * d, m.enorm, d, eps, e.data() + t * d);
   }
-  for (int64_t r = 0; r < n * hc; ++r) kernels::rms_norm(hidden + r * d, m.hnorm, d, eps, hn.data() + r * d);
+  int64_t row = 0;
+  for (const auto& it : items) {
+    for (int64_t r = 0; r < it.n * hc; ++r) kernels::rms_norm(it.hidden + r * d, m.hnorm, d, eps, hn.data() + (row * hc + r) * d);
+    row += it.n;
+  }
   kernels::linear(m.e_proj, e.data(), n, ep.data(), true);
   kernels::linear(m.h_proj, hn.data(), n * hc, hp.data(), true);
-  vector<float> x(size_t(n * hc * d));
+  vector<float> x(size_t(n * hcd));
   for (int64_t t = 0; t < n; ++t)
     for (int64_t k = 0; k < hc; ++k)
       for (int64_t c = 0; c < d; ++c)
         x[size_t((t * hc + k) * d + c)] = round_bf16(ep[size_t(t * d + c)] + hp[size_t((t * hc + k) * d + c)]);
   const size_t L = size_t(cfg_.num_hidden_layers + j);
-  run_block(m.block, attn_[L], moe_[L], st.mtp[size_t(j)], x.data(), next_ids, n, st.mtp_pos[size_t(j)], undo,
-            st.indexer_scratch);
-  st.mtp_pos[size_t(j)] += n;
-  return x;
+  std::vector<AttentionSegment> segs;
+  for (auto& it : items)
+    segs.push_back({&it.state->mtp[size_t(j)], it.state->mtp_pos[size_t(j)], it.n, it.undo, it.state->indexer_scratch});
+  run_block(m.block, attn_[L], moe_[L], segs, x.data(), ids.data(), n);
+  // The head over every item's last row at once (the largest matrix: read once per batch).
+  vector<float> y;
+  int64_t wanted = 0;
+  row = 0;
+  for (auto& it : items) {
+    it.state->mtp_pos[size_t(j)] += it.n;
+    row += it.n;
+    if (!it.logits) continue;
+    y.resize(size_t((wanted + 1) * d));
+    float* yr = y.data() + wanted * d;
+    hc_head(m.hc_head, hc_, x.data() + (row - 1) * hcd, yr);
+    kernels::rms_norm(yr, m.norm, d, eps, yr);
+    ++wanted;
+  }
+  const int64_t V = cfg_.vocab_size;
+  vector<float> logits(size_t(wanted * V));
+  if (wanted) kernels::linear(w_.head, y.data(), wanted, logits.data(), false);
+  int64_t k = 0;
+  row = 0;
+  for (auto& it : items) {
+    it.streams.assign(x.begin() + row * hcd, x.begin() + (row + it.n) * hcd);
+    row += it.n;
+    if (!it.logits) continue;
+    it.out.assign(logits.begin() + k * V, logits.begin() + (k + 1) * V);
+    ++k;
+  }
 }
 
 }  // namespace strata::dsv4

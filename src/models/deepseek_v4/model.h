@@ -84,6 +84,22 @@ class Model {
   // block its positions skips it); returns the block's output streams [n][hc][d].
   std::vector<float> mtp_advance(SequenceState& st, const float* hidden, const int64_t* next_ids, int64_t n,
                                  int64_t j = 0, cache::UndoLog* undo = nullptr) const;
+  // MTP block j over several sequences in one pass, as forward_batch for the main layers: each
+  // weight matrix (the head above all) is read once for every item's rows, and a routed
+  // expert chosen by several items runs once for all their rows. Bitwise equal to
+  // mtp_forward / mtp_advance per item. Items with logits = true get the fp32 logits of their
+  // last row in `out`; `streams` gets every item's output streams [n][hc][d]. The states must
+  // be distinct; on an error (bad ids, too long) no state is touched.
+  struct MtpItem {
+    SequenceState* state = nullptr;
+    const float* hidden = nullptr;  // main streams [n][hc][d]
+    const int64_t* next_ids = nullptr;
+    int64_t n = 0;
+    cache::UndoLog* undo = nullptr;
+    bool logits = false;
+    std::vector<float> streams, out;
+  };
+  void mtp_forward_batch(std::vector<MtpItem>& items, int64_t j = 0) const;
 
   // Speculative decoding: runs ids[0..n) like forward() but returns the logits of every row
   // [n][vocab] (row i: the prediction after ids[i]), recording every state write in undo.
