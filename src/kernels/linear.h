@@ -41,8 +41,9 @@ namespace avx512 { void dequant_row(const LinearWeight& w, int64_t r, float* dst
 DequantFn dequant_fn(Isa isa);
 
 // The fused AVX-512 products (avx512/linear_avx512.cpp), bit-identical to dequant_row + dot:
-// outputs [nb, ne) of y[rows, out] from the activation already quantized and widened to fp64
-// (x: rows × in doubles). panel: linear_panel_doubles(in, rows) doubles of 64-byte-aligned scratch.
+// outputs [nb, ne) of y[rows, out] from the activation already quantized, widened to fp64
+// (x: rows × in doubles) and as the same fp32 values (xf: the panel GEMM reads these, half the
+// bytes). panel: linear_panel_doubles(in, rows) doubles of 64-byte-aligned scratch.
 namespace avx512 {
 bool linear_supported(const LinearWeight& w);
 // The panel's shape (weight rows × columns), here so that the scratch size and the kernel
@@ -62,8 +63,8 @@ inline int64_t linear_panel_doubles(int64_t in, int64_t rows) {
   const int64_t scaled = rows <= kGemvRowsLimit ? rows * in + kDirectBand * 16 * ((rows + 3) / 4 * 4) : 0;
   return std::max({panel, scaled, std::min(rows, kIntRouteRows) * (in / 2)});
 }
-void linear_range(const LinearWeight& w, const double* x, int64_t rows, float* y, bool round_bf16, int64_t nb,
-                  int64_t ne, double* panel);
+void linear_range(const LinearWeight& w, const double* x, const float* xf, int64_t rows, float* y, bool round_bf16,
+                  int64_t nb, int64_t ne, double* panel);
 }  // namespace avx512
 
 // y[rows, out] = x[rows, in] · Wᵀ. round_bf16: round outputs to bf16 (the reference's fp8/fp4

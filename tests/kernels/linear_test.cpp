@@ -420,9 +420,10 @@ TEST(Linear, LaneSumsFoldInTheCanonicalTree) {
 }
 
 // The panel kernels take the outputs in groups of 6 weight rows and the activation rows in
-// passes of at most ~1 MB of fp64 x (row_block in linear_avx512.cpp): every range length of
+// passes of at most ~1 MB of fp32 x (row_block in linear_avx512.cpp): every range length of
 // outputs (each remainder of 6, on either side of a group) and a row count that needs two passes
-// (in = 1024: 126 rows a pass), bitwise against dequant_row + dot, wide-range f32 data.
+// (in = 1024: 255 rows fit a pass, so 301 go as 151 + 150, each with a remainder of 3 or not),
+// bitwise against dequant_row + dot, wide-range f32 data.
 TEST(Linear, PanelGroupsAndRowPassesGiveTheReferenceBits) {
   if (detected_isa() != Isa::avx512 || active_isa() != Isa::avx512) GTEST_SKIP() << "AVX-512 not active";
   std::mt19937 rng(33);
@@ -431,7 +432,7 @@ TEST(Linear, PanelGroupsAndRowPassesGiveTheReferenceBits) {
   std::vector<float> wv(size_t(out * in));
   for (auto& v : wv) v = std::ldexp(u(rng), int(rng() % 60) - 30);
   const LinearWeight w{WeightFormat::f32, wv.data(), nullptr, out, in};
-  for (int64_t rows : {2, 5, 131}) {
+  for (int64_t rows : {2, 5, 131, 301}) {
     std::vector<float> x(size_t(rows * in));
     for (auto& v : x) v = std::ldexp(u(rng), int(rng() % 30) - 15);
     std::vector<double> xd(x.begin(), x.end());
@@ -439,7 +440,7 @@ TEST(Linear, PanelGroupsAndRowPassesGiveTheReferenceBits) {
     for (int64_t nb : {int64_t(0), int64_t(7)})
       for (int64_t len = 1; len <= 13; ++len) {
         std::vector<float> y(size_t(rows * out), -1.0f);
-        avx512::linear_range(w, xd.data(), rows, y.data(), false, nb, nb + len, panel.data());
+        avx512::linear_range(w, xd.data(), x.data(), rows, y.data(), false, nb, nb + len, panel.data());
         for (int64_t r = 0; r < rows; ++r)
           for (int64_t n = nb; n < nb + len; ++n) {
             const float ref = dot(x.data() + r * in, wv.data() + n * in, in);

@@ -641,11 +641,14 @@ void gemm_fp4_int(const LinearWeight& w, const double* x, int64_t rows, float* y
 // columns in order either way: the same bits), so a pass holds NR × NW accumulators, not twice
 // that: 3 × 6 = 18 + 6 weight + 3 activation vectors fit the 32 registers. Each x vector, read
 // from L2, serves 6 FMAs (4 with both halves live: the activation stream from L2 was the bound).
+// x is read as fp32 (the activation's own values) and widened per load: the widening is free
+// beside the FMAs, and half the bytes from L2 let twice the rows share a pass (one thread from
+// L2, 30 rows × 4096: 4.95 -> 5.66 G FMA/s; 60 rows, which fp64 did not fit: 5.14 -> 5.97).
 // first: the first column block, whose accumulators start at zero (not loaded: the buffer
 // of rows × kPanelRows × 16 doubles is not cleared for it, which was a memset of 256 KB per group
 // at 512 rows).
 template <int NW, int NR>
-void panel_kernel(const double* panel, int64_t len, const double* x, int64_t in, double* acc, bool first) {
+void panel_kernel(const double* panel, int64_t len, const float* x, int64_t in, double* acc, bool first) {
   for (int half = 0; half < 2; ++half) {
     __m512d a[NR][NW];
     for (int r = 0; r < NR; ++r)
@@ -660,7 +663,7 @@ void panel_kernel(const double* panel, int64_t len, const double* x, int64_t in,
         asm("" : "+v"(wv[i]));
       }
       for (int r = 0; r < NR; ++r) {
-        xv[r] = _mm512_loadu_pd(x + r * in + k);
+        xv[r] = _mm512_cvtps_pd(_mm256_loadu_ps(x + r * in + k));
         asm("" : "+v"(xv[r]));
       }
       for (int r = 0; r < NR; ++r)
@@ -672,7 +675,7 @@ void panel_kernel(const double* panel, int64_t len, const double* x, int64_t in,
 }
 
 template <int NW>
-void panel_block(const double* panel, int64_t len, const double* x, int64_t in, int64_t rows, double* acc, bool first) {
+void panel_block(const double* panel, int64_t len, const float* x, int64_t in, int64_t rows, double* acc, bool first) {
   int64_t r = 0;
   for (; r + 3 <= rows; r += 3) panel_kernel<NW, 3>(panel, len, x + r * in, in, acc + r * NW * 16, first);
   if (rows - r == 2) panel_kernel<NW, 2>(panel, len, x + r * in, in, acc + r * NW * 16, first);
@@ -680,7 +683,7 @@ void panel_block(const double* panel, int64_t len, const double* x, int64_t in, 
 }
 
 template <class Row>
-void gemm(const LinearWeight& w, const double* x, int64_t rows, float* y, bool rb, int64_t nb, int64_t ne,
+void gemm(const LinearWeight& w, const float* x, int64_t rows, float* y, bool rb, int64_t nb, int64_t ne,
           double* scratch) {
   const int64_t in = w.in;
   double* panel = scratch;
@@ -737,18 +740,23 @@ void gemm(const LinearWeight& w, const double* x, int64_t rows, float* y, bool r
 }
 
 // Activation rows per pass over the weights. Every panel of weight rows passes over all the
-// rows' x, so with rows × in × 8 bytes beyond L2 x streamed from memory once per panel (128
-// rows of an expert's 4096 columns: 4 MB; 10 GMAC/s against 19 at 16 rows). Passes over at
-// most ~1 MB of x keep it in L2; the weights are decoded again per pass, which at >= 30 rows
-// is a small share. A multiple of 3, the kernel's row block.
+// rows' x, so with x beyond L2 it streamed from memory once per panel (128 rows of an expert's
+// 4096 columns in fp64: 4 MB; 10 GMAC/s against 19 at 16 rows). Passes over at most ~1 MB of
+// x (fp32) keep it in L2; the weights are decoded again per pass, which at >= 30 rows is a
+// small share.
 constexpr int64_t kRowBlockBytes = int64_t(1) << 20;
 inline int64_t row_block(int64_t in, int64_t rows) {
-  const int64_t fit = std::max<int64_t>(3, kRowBlockBytes / (in * int64_t(sizeof(double))) / 3 * 3);
-  return std::min(rows, fit);
+  const int64_t fit = std::max<int64_t>(3, kRowBlockBytes / (in * int64_t(sizeof(float))) / 3 * 3);
+  if (rows <= fit) return rows;
+  // as many passes as the fit needs, of even size: 64 rows that fit 30 at a time go as 22 + 22
+  // + 20, not 30 + 30 + 4 (a 4-row pass decodes every weight again for 4 rows)
+  const int64_t passes = (rows + fit - 1) / fit;
+  return (rows + passes - 1) / passes;
 }
 
 template <class Row>
-void run(const LinearWeight& w, const double* x, int64_t rows, float* y, bool rb, int64_t nb, int64_t ne, double* panel) {
+void run(const LinearWeight& w, const double* x, const float* xf, int64_t rows, float* y, bool rb, int64_t nb, int64_t ne,
+         double* panel) {
   if constexpr (std::is_same_v<Row, Fp4Row>)
     if (fp4_int_supported(w)) return gemm_fp4_int(w, x, rows, y, rb, nb, ne, panel);
   // (FP4 outside the integer route keeps the fp64 panel from 2 rows: the few-row GEMV was not
@@ -759,7 +767,7 @@ void run(const LinearWeight& w, const double* x, int64_t rows, float* y, bool rb
     return gemv_rows<Row>(w, x, rows, y, rb, nb, ne);
   const int64_t step = row_block(w.in, rows);
   for (int64_t r0 = 0; r0 < rows; r0 += step)  // each output's dot is the same whatever the split
-    gemm<Row>(w, x + r0 * w.in, std::min(step, rows - r0), y + r0 * w.out, rb, nb, ne, panel);
+    gemm<Row>(w, xf + r0 * w.in, std::min(step, rows - r0), y + r0 * w.out, rb, nb, ne, panel);
 }
 
 }  // namespace
@@ -768,13 +776,13 @@ bool linear_supported(const LinearWeight& w) {
   return w.in % (w.format == WeightFormat::fp4 ? 32 : 16) == 0;
 }
 
-void linear_range(const LinearWeight& w, const double* x, int64_t rows, float* y, bool rb, int64_t nb, int64_t ne,
-                  double* panel) {
+void linear_range(const LinearWeight& w, const double* x, const float* xf, int64_t rows, float* y, bool rb, int64_t nb,
+                  int64_t ne, double* panel) {
   switch (w.format) {
-    case WeightFormat::f32: run<F32Row>(w, x, rows, y, rb, nb, ne, panel); break;
-    case WeightFormat::bf16: run<Bf16Row>(w, x, rows, y, rb, nb, ne, panel); break;
-    case WeightFormat::fp8: run<Fp8Row>(w, x, rows, y, rb, nb, ne, panel); break;
-    case WeightFormat::fp4: run<Fp4Row>(w, x, rows, y, rb, nb, ne, panel); break;
+    case WeightFormat::f32: run<F32Row>(w, x, xf, rows, y, rb, nb, ne, panel); break;
+    case WeightFormat::bf16: run<Bf16Row>(w, x, xf, rows, y, rb, nb, ne, panel); break;
+    case WeightFormat::fp8: run<Fp8Row>(w, x, xf, rows, y, rb, nb, ne, panel); break;
+    case WeightFormat::fp4: run<Fp4Row>(w, x, xf, rows, y, rb, nb, ne, panel); break;
   }
 }
 

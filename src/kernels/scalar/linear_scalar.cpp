@@ -124,7 +124,7 @@ void linear_unprofiled(const LinearWeight& w, const float* x, int64_t rows, floa
     parallel_for_dynamic(blocks, min_blocks, grain, [&](int64_t b, int64_t e) {
       thread_local AlignedBuffer<double> panel;
       panel.reserve(size_t(avx512::linear_panel_doubles(in, rows)));
-      avx512::linear_range(w, xd.data(), rows, y, rb, b * 4, std::min(out, e * 4), panel.data());
+      avx512::linear_range(w, xd.data(), x, rows, y, rb, b * 4, std::min(out, e * 4), panel.data());
     });
     return;
   }
