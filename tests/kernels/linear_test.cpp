@@ -294,7 +294,10 @@ TEST(Linear, FusedAvx512MatchesScalarDefinitionBitwise) {
 // FP8 block scales at the ends of the e8m0 range: a one-row product puts the scale on the
 // activation (exact while e4m3 × scale is exact in fp32, codes <= 246) and falls back to the
 // per-weight decoder for a band with a larger one; both must give the reference's bits, and
-// so must the panel kernels, where e4m3 × 2^120 and above overflows to inf as in dequant_row.
+// so must the panel kernels, where e4m3 × 2^120 and above overflows to inf as in dequant_row
+// (the panel's bits form, the scale put back by vscalefpd, takes ranges whose codes are all
+// <= 246: trial 0 at that end, trial 1 at code 0, where e4m3 subnormals × 2^-127 are fp32
+// subnormals).
 TEST(Linear, Fp8ExtremeBlockScalesGiveTheReferenceBits) {
   if (detected_isa() != Isa::avx512 || active_isa() != Isa::avx512) GTEST_SKIP() << "AVX-512 not active";
   std::mt19937 rng(8);
@@ -307,7 +310,7 @@ TEST(Linear, Fp8ExtremeBlockScalesGiveTheReferenceBits) {
     std::vector<uint8_t> sc(size_t(3 * 3));
     for (auto& c : sc) c = trial == 0 ? 246 : trial == 1 ? 0 : codes[rng() % std::size(codes)];
     const LinearWeight w{WeightFormat::fp8, fp8.data(), sc.data(), out, in};
-    for (int64_t rows : {1, 2, 4, 6}) {  // 4, 6: the blocked GEMV (FP8, 4 to 32 rows)
+    for (int64_t rows : {1, 2, 4, 6, 33}) {  // 4, 6: the blocked GEMV (FP8, 4 to 32 rows); 33: the panel
       std::vector<float> x(size_t(rows * in)), xq(x.size()), y(size_t(rows * out)), row(static_cast<size_t>(in));
       for (auto& v : x) v = std::ldexp(u(rng), int(rng() % 30) - 15);
       for (int64_t r = 0; r < rows; ++r) quant_fp8(x.data() + r * in, in, kActBlock, xq.data() + r * in);

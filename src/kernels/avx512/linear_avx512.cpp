@@ -357,6 +357,38 @@ struct Fp8BitsRow {  // the weight side of the bits form (x carries scale · 2^1
   __m512d half(int64_t k) const { return e4m3_times_2m1016(p + k, _mm512_set1_epi64(int64_t(0x80FFFFFFFFFFFFFFull))); }
 };
 
+// FP8 for the panel: the bits form above with the block scale put back on the weight by
+// vscalefpd (w · 2^(1016 + scale exponent), exact: e4m3 × scale, scale <= 2^119, is exact in fp32
+// and so is this fp64 — zero and subnormals included), 4 operations per 8 weights against
+// Fp8Row's f16 route with its three conversions. Only for rows whose band scales are all at most
+// 2^119 (fp8_bits_panel_ok); the rest keep Fp8Row, which rounds as the reference does.
+struct Fp8ScaledBitsRow {
+  static constexpr int kBlock = 128;
+  static constexpr int64_t kBlockBytes = 128;
+  const uint8_t* p = nullptr;
+  const uint8_t* s = nullptr;
+  __m512d e = _mm512_setzero_pd();
+  Fp8ScaledBitsRow() = default;
+  Fp8ScaledBitsRow(const LinearWeight& w, int64_t r)
+      : p(static_cast<const uint8_t*>(w.data) + r * w.in), s(w.scale + (r / 128) * ((w.in + 127) / 128)) {}
+  const void* at(int64_t k) const { return p + k; }
+  void begin(int64_t kb) { e = _mm512_set1_pd(double(int(s[kb / 128]) - 127 + 1016)); }
+  void get(int64_t k, int, __m512d& lo, __m512d& hi) {
+    const __m512i keep = _mm512_set1_epi64(int64_t(0x80FFFFFFFFFFFFFFull));
+    lo = _mm512_scalef_pd(e4m3_times_2m1016(p + k, keep), e);
+    hi = _mm512_scalef_pd(e4m3_times_2m1016(p + k + 8, keep), e);
+  }
+};
+
+// Every weight row in [nb, ne) has band scales of at most 2^119 (e8m0 code 246).
+bool fp8_bits_panel_ok(const LinearWeight& w, int64_t nb, int64_t ne) {
+  const int64_t blocks = (w.in + 127) / 128;
+  for (int64_t band = nb / 128; band * 128 < ne; ++band)
+    for (int64_t c = 0; c < blocks; ++c)
+      if (w.scale[band * blocks + c] > 246) return false;
+  return true;
+}
+
 // FP8, the bits form for 1-3 activation rows on CPUs with VBMI: the same fp64 values with one
 // shuffle per 8 weights and no shift. The 8 bytes of columns k..k+7 are broadcast to every
 // 64-bit lane (a load, not a shuffle); vpmultishiftqb then takes, in lane i, the 8 bits at bit
@@ -766,8 +798,12 @@ void run(const LinearWeight& w, const double* x, const float* xf, int64_t rows, 
   if (rows == 1 || (rows <= kGemvMaxRows && !std::is_same_v<Row, Fp4Row>))
     return gemv_rows<Row>(w, x, rows, y, rb, nb, ne);
   const int64_t step = row_block(w.in, rows);
-  for (int64_t r0 = 0; r0 < rows; r0 += step)  // each output's dot is the same whatever the split
-    gemm<Row>(w, xf + r0 * w.in, std::min(step, rows - r0), y + r0 * w.out, rb, nb, ne, panel);
+  const bool fp8_bits = std::is_same_v<Row, Fp8Row> && fp8_bits_panel_ok(w, nb, ne);
+  for (int64_t r0 = 0; r0 < rows; r0 += step) {  // each output's dot is the same whatever the split
+    const int64_t n = std::min(step, rows - r0);
+    if (fp8_bits) gemm<Fp8ScaledBitsRow>(w, xf + r0 * w.in, n, y + r0 * w.out, rb, nb, ne, panel);
+    else gemm<Row>(w, xf + r0 * w.in, n, y + r0 * w.out, rb, nb, ne, panel);
+  }
 }
 
 }  // namespace
