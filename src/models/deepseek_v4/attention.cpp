@@ -6,6 +6,7 @@
 
 #include "core/numfmt.h"
 #include "kernels/dot.h"
+#include "kernels/parallel.h"
 #include "kernels/quant.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/sparse_attention.h"
@@ -103,46 +104,75 @@ void attention_forward(const AttentionWeights& w, const AttentionSpec& s, const 
   }
 
   // --- token by token against the evolving state ---
+  // The state's writes run in row order (each row's kv into the window ring, the compressors'
+  // steps, the indexer's choice), and each row's entries are unpacked into fp32 right then,
+  // before a later row's write reuses a ring slot. The attention itself, which only reads those
+  // values, then runs a row per thread over a chunk of rows: one row at a time with its heads
+  // split over the threads waited on the pool at every row (flash-tiny's small heads spent most
+  // of a prefill's attention there). A chunk holds ~kChunkValues floats of entries (and at
+  // least one row); one row alone keeps the head split. The same bits either way: each row's
+  // attention is computed whole by one thread, from the same values.
+  constexpr size_t kChunkValues = size_t(1) << 18;  // 1 MB of fp32: read back from L2/L3
   vector<float> o(size_t(rows * H * hd));
-  // The row's entries unpacked from their storage format into fp32 (exactly the values the
-  // forward pass stored); thread_local: a step would otherwise fault in fresh pages per layer.
+  // thread_local: a step would otherwise fault in fresh pages per layer
   thread_local vector<float> values;
   vector<const uint8_t*> packed;
-  vector<const float*> entries;
+  vector<size_t> offset(size_t(rows) + 1);
   const float scale = float(std::pow(double(hd), -0.5));
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t pos = pos_of[size_t(r)];
-    LayerState& st = *st_of[size_t(r)];
-    cache::UndoLog* undo = undo_of[size_t(r)];
-    uint8_t* slot = st.window_slot(pos);
-    cache::save_before_write(undo, pos, slot, size_t(st.codec.bytes()));
-    st.codec.pack(kv.data() + r * hd, slot);
-    packed.clear();
-    for (int64_t p = std::max<int64_t>(0, pos - s.window + 1); p <= pos; ++p) packed.push_back(st.window_entry(p));
-    if (s.ratio > 0) {
-      compressor_step(w.compressor, s.compressor, st.compressor, ckv.data() + r * cw, cscore.data() + r * cw, pos, undo);
-      const int64_t visible = (pos + 1) / s.ratio;
-      if (s.ratio == 4) {
-        compressor_step(w.indexer.compressor, is.compressor, st.index_keys, ikv.data() + r * 2 * is.head_dim,
-                        iscore.data() + r * 2 * is.head_dim, pos, undo);
-        for (int64_t i : indexer_select(is, iq.data() + r * is.heads * is.head_dim, iw.data() + r * is.heads,
-                                        st.index_keys, visible, scratch_of[size_t(r)]))
-          packed.push_back(st.compressor.entry(i));
-      } else {
-        for (int64_t i = 0; i < visible; ++i) packed.push_back(st.compressor.entry(i));
+  {  // room for a chunk up front: growing it row by row copied and re-faulted it
+    int64_t last = 0;
+    for (int64_t r = 0; r < rows; ++r) last = std::max(last, pos_of[size_t(r)]);
+    const int64_t per_row = s.window + (s.ratio == 4 ? is.topk : s.ratio > 0 ? (last + 1) / s.ratio : 0);
+    const size_t row_values = size_t(per_row * hd);
+    values.reserve(std::min(size_t(rows) * row_values, kChunkValues + row_values));
+  }
+  for (int64_t r0 = 0; r0 < rows;) {
+    int64_t r1 = r0;
+    size_t used = 0;
+    while (r1 < rows && (r1 - r0 < 2 || used < kChunkValues)) {
+      const int64_t r = r1++;
+      const int64_t pos = pos_of[size_t(r)];
+      LayerState& st = *st_of[size_t(r)];
+      cache::UndoLog* undo = undo_of[size_t(r)];
+      uint8_t* slot = st.window_slot(pos);
+      cache::save_before_write(undo, pos, slot, size_t(st.codec.bytes()));
+      st.codec.pack(kv.data() + r * hd, slot);
+      packed.clear();
+      for (int64_t p = std::max<int64_t>(0, pos - s.window + 1); p <= pos; ++p) packed.push_back(st.window_entry(p));
+      if (s.ratio > 0) {
+        compressor_step(w.compressor, s.compressor, st.compressor, ckv.data() + r * cw, cscore.data() + r * cw, pos, undo);
+        const int64_t visible = (pos + 1) / s.ratio;
+        if (s.ratio == 4) {
+          compressor_step(w.indexer.compressor, is.compressor, st.index_keys, ikv.data() + r * 2 * is.head_dim,
+                          iscore.data() + r * 2 * is.head_dim, pos, undo);
+          for (int64_t i : indexer_select(is, iq.data() + r * is.heads * is.head_dim, iw.data() + r * is.heads,
+                                          st.index_keys, visible, scratch_of[size_t(r)]))
+            packed.push_back(st.compressor.entry(i));
+        } else {
+          for (int64_t i = 0; i < visible; ++i) packed.push_back(st.compressor.entry(i));
+        }
       }
+      // window and compressed entries share the kv codec
+      offset[size_t(r - r0)] = used;
+      used += packed.size() * size_t(hd);
+      if (values.size() < used) values.resize(used);
+      for (size_t e = 0; e < packed.size(); ++e) st.codec.unpack(packed[e], values.data() + offset[size_t(r - r0)] + e * size_t(hd));
     }
-    // window and compressed entries share the kv codec
-    if (values.size() < packed.size() * size_t(hd)) values.resize(packed.size() * size_t(hd));
-    entries.resize(packed.size());
-    for (size_t e = 0; e < packed.size(); ++e) {
-      st.codec.unpack(packed[e], values.data() + e * size_t(hd));
-      entries[e] = values.data() + e * size_t(hd);
-    }
-    float* orow = o.data() + r * H * hd;
-    kernels::sparse_attention(q.data() + r * H * hd, H, hd, entries.data(), int64_t(entries.size()), w.attn_sink, scale,
-                              orow);
-    for (int64_t h = 0; h < H; ++h) s.rope->apply(orow + h * hd + hd - rd, pos, true);
+    offset[size_t(r1 - r0)] = used;
+    // through a pointer: inside the job, `values` would name the worker's own (empty) buffer
+    const float* vals = values.data();
+    kernels::parallel_for_dynamic(r1 - r0, 1, 1, [&](int64_t b, int64_t e) {
+      vector<const float*> entries;
+      for (int64_t i = b; i < e; ++i) {
+        const int64_t r = r0 + i, n = int64_t(offset[size_t(i) + 1] - offset[size_t(i)]) / hd;
+        entries.resize(size_t(n));
+        for (int64_t j = 0; j < n; ++j) entries[size_t(j)] = vals + offset[size_t(i)] + size_t(j * hd);
+        float* orow = o.data() + r * H * hd;
+        kernels::sparse_attention(q.data() + r * H * hd, H, hd, entries.data(), n, w.attn_sink, scale, orow);
+        for (int64_t h = 0; h < H; ++h) s.rope->apply(orow + h * hd + hd - rd, pos_of[size_t(r)], true);
+      }
+    });
+    r0 = r1;
   }
 
   // --- grouped low-rank output: each group's heads through its own wo_a slice, then wo_b ---
