@@ -109,10 +109,12 @@ void attention_forward(const AttentionWeights& w, const AttentionSpec& s, const 
   // before a later row's write reuses a ring slot. The attention itself, which only reads those
   // values, then runs a row per thread over a chunk of rows: one row at a time with its heads
   // split over the threads waited on the pool at every row (flash-tiny's small heads spent most
-  // of a prefill's attention there). A chunk holds ~kChunkValues floats of entries (and at
-  // least one row); one row alone keeps the head split. The same bits either way: each row's
-  // attention is computed whole by one thread, from the same values.
-  constexpr size_t kChunkValues = size_t(1) << 18;  // 1 MB of fp32: read back from L2/L3
+  // of a prefill's attention there). A chunk holds ~kChunkValues floats of entries, read back
+  // from L2/L3 (chunks of 32 MB, read back from memory, were slower than the head split; 4 MB
+  // ~3% slower than 1 MB on flash-tiny), and at least two rows; a single row (decode) keeps the
+  // head split. The same bits either way: each row's attention is computed whole by one thread,
+  // from the same values.
+  constexpr size_t kChunkValues = size_t(1) << 18;  // 1 MB of fp32
   vector<float> o(size_t(rows * H * hd));
   // thread_local: a step would otherwise fault in fresh pages per layer
   thread_local vector<float> values;
@@ -124,7 +126,7 @@ void attention_forward(const AttentionWeights& w, const AttentionSpec& s, const 
     for (int64_t r = 0; r < rows; ++r) last = std::max(last, pos_of[size_t(r)]);
     const int64_t per_row = s.window + (s.ratio == 4 ? is.topk : s.ratio > 0 ? (last + 1) / s.ratio : 0);
     const size_t row_values = size_t(per_row * hd);
-    values.reserve(std::min(size_t(rows) * row_values, kChunkValues + row_values));
+    values.reserve(std::min(size_t(rows) * row_values, std::max(kChunkValues, row_values) + row_values));
   }
   for (int64_t r0 = 0; r0 < rows;) {
     int64_t r1 = r0;
