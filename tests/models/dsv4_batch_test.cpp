@@ -16,14 +16,16 @@ std::vector<int64_t> ids(int64_t n, int64_t salt) {
   return v;
 }
 
+void expect_same_layer(const LayerState& a, const LayerState& b, const std::string& what) {
+  EXPECT_EQ(a.ring, b.ring) << what;
+  EXPECT_EQ(a.compressor.entries, b.compressor.entries) << what;
+  EXPECT_EQ(a.compressor.kv, b.compressor.kv) << what;
+  EXPECT_EQ(a.index_keys.entries, b.index_keys.entries) << what;
+}
+
 void expect_same_state(const SequenceState& a, const SequenceState& b) {
   ASSERT_EQ(a.pos, b.pos);
-  for (size_t L = 0; L < a.layers.size(); ++L) {
-    EXPECT_EQ(a.layers[L].ring, b.layers[L].ring) << L;
-    EXPECT_EQ(a.layers[L].compressor.entries, b.layers[L].compressor.entries) << L;
-    EXPECT_EQ(a.layers[L].compressor.kv, b.layers[L].compressor.kv) << L;
-    EXPECT_EQ(a.layers[L].index_keys.entries, b.layers[L].index_keys.entries) << L;
-  }
+  for (size_t L = 0; L < a.layers.size(); ++L) expect_same_layer(a.layers[L], b.layers[L], "layer " + std::to_string(L));
 }
 
 TEST(Dsv4Batch, StackedSequencesEqualEachAlone) {
@@ -61,12 +63,7 @@ TEST(Dsv4Batch, StackedSequencesEqualEachAlone) {
 
 void expect_same_mtp(const SequenceState& a, const SequenceState& b, const std::string& what) {
   ASSERT_EQ(a.mtp_pos, b.mtp_pos) << what;
-  for (size_t j = 0; j < a.mtp.size(); ++j) {
-    EXPECT_EQ(a.mtp[j].ring, b.mtp[j].ring) << what;
-    EXPECT_EQ(a.mtp[j].compressor.entries, b.mtp[j].compressor.entries) << what;
-    EXPECT_EQ(a.mtp[j].compressor.kv, b.mtp[j].compressor.kv) << what;
-    EXPECT_EQ(a.mtp[j].index_keys.entries, b.mtp[j].index_keys.entries) << what;
-  }
+  for (size_t j = 0; j < a.mtp.size(); ++j) expect_same_layer(a.mtp[j], b.mtp[j], what + " mtp");
 }
 
 // The MTP block over stacked sequences (several rows for one, logits for some) equals
