@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "core/numfmt.h"
@@ -105,33 +106,36 @@ void attention_forward(const AttentionWeights& w, const AttentionSpec& s, const 
 
   // --- token by token against the evolving state ---
   // The state's writes run in row order (each row's kv into the window ring, the compressors'
-  // steps, the indexer's choice), and each row's entries are unpacked into fp32 right then,
-  // before a later row's write reuses a ring slot. The attention itself, which only reads those
-  // values, then runs a row per thread over a chunk of rows: one row at a time with its heads
-  // split over the threads waited on the pool at every row (flash-tiny's small heads spent most
-  // of a prefill's attention there). A chunk holds ~kChunkValues floats of entries, read back
-  // from L2/L3 (chunks of 32 MB, read back from memory, were slower than the head split; 4 MB
-  // ~3% slower than 1 MB on flash-tiny), and at least two rows; a single row (decode) keeps the
-  // head split. The same bits either way: each row's attention is computed whole by one thread,
-  // from the same values.
-  constexpr size_t kChunkValues = size_t(1) << 18;  // 1 MB of fp32
+  // steps, the indexer's choice), and the packed bytes of the entries each row sees are copied
+  // right then, before a later row's write reuses a ring slot. The attention itself, which only
+  // reads those entries, then runs a row per thread over a chunk of rows, each unpacking its
+  // row's copies into fp32 in its own cache: one row at a time with its heads split over the
+  // threads waited on the pool at every row (flash-tiny's small heads spent most of a
+  // prefill's attention there), and unpacking on the calling thread left the others idle. A
+  // chunk holds ~kChunkBytes of packed entries (unpacked fp32 chunks of 32 MB, read back from
+  // memory, were slower than the head split) and at least two rows; a single row (decode)
+  // keeps the head split. The same bits either way: each row's attention is computed whole by
+  // one thread, from the same stored values.
+  constexpr size_t kChunkBytes = size_t(1) << 20;
   vector<float> o(size_t(rows * H * hd));
   // thread_local: a step would otherwise fault in fresh pages per layer
-  thread_local vector<float> values;
+  thread_local vector<uint8_t> copies;
+  if (rows == 0) return;
+  const size_t eb = size_t(st_of[0]->codec.bytes());  // one kv codec for window and compressed entries
   vector<const uint8_t*> packed;
-  vector<size_t> offset(size_t(rows) + 1);
+  vector<size_t> first(size_t(rows) + 1);  // each chunk row's first entry in `copies`
   const float scale = float(std::pow(double(hd), -0.5));
   {  // room for a chunk up front: growing it row by row copied and re-faulted it
     int64_t last = 0;
     for (int64_t r = 0; r < rows; ++r) last = std::max(last, pos_of[size_t(r)]);
     const int64_t per_row = s.window + (s.ratio == 4 ? is.topk : s.ratio > 0 ? (last + 1) / s.ratio : 0);
-    const size_t row_values = size_t(per_row * hd);
-    values.reserve(std::min(size_t(rows) * row_values, std::max(kChunkValues, row_values) + row_values));
+    const size_t row_bytes = size_t(per_row) * eb;
+    copies.reserve(std::min(size_t(rows) * row_bytes, std::max(kChunkBytes, row_bytes) + row_bytes));
   }
   for (int64_t r0 = 0; r0 < rows;) {
     int64_t r1 = r0;
-    size_t used = 0;
-    while (r1 < rows && (r1 - r0 < 2 || used < kChunkValues)) {
+    size_t used = 0;  // entries
+    while (r1 < rows && (r1 - r0 < 2 || used * eb < kChunkBytes)) {
       const int64_t r = r1++;
       const int64_t pos = pos_of[size_t(r)];
       LayerState& st = *st_of[size_t(r)];
@@ -154,21 +158,25 @@ void attention_forward(const AttentionWeights& w, const AttentionSpec& s, const 
           for (int64_t i = 0; i < visible; ++i) packed.push_back(st.compressor.entry(i));
         }
       }
-      // window and compressed entries share the kv codec
-      offset[size_t(r - r0)] = used;
-      used += packed.size() * size_t(hd);
-      if (values.size() < used) values.resize(used);
-      for (size_t e = 0; e < packed.size(); ++e) st.codec.unpack(packed[e], values.data() + offset[size_t(r - r0)] + e * size_t(hd));
+      first[size_t(r - r0)] = used;
+      used += packed.size();
+      if (copies.size() < used * eb) copies.resize(used * eb);
+      for (size_t e = 0; e < packed.size(); ++e) std::memcpy(copies.data() + (first[size_t(r - r0)] + e) * eb, packed[e], eb);
     }
-    offset[size_t(r1 - r0)] = used;
-    // through a pointer: inside the job, `values` would name the worker's own (empty) buffer
-    const float* vals = values.data();
+    first[size_t(r1 - r0)] = used;
+    // through a pointer: inside the job, `copies` would name the worker's own (empty) buffer
+    const uint8_t* chunk = copies.data();
     kernels::parallel_for_dynamic(r1 - r0, 1, 1, [&](int64_t b, int64_t e) {
+      thread_local vector<float> values;  // this thread's row, unpacked
       vector<const float*> entries;
       for (int64_t i = b; i < e; ++i) {
-        const int64_t r = r0 + i, n = int64_t(offset[size_t(i) + 1] - offset[size_t(i)]) / hd;
+        const int64_t r = r0 + i, n = int64_t(first[size_t(i) + 1] - first[size_t(i)]);
+        if (values.size() < size_t(n * hd)) values.resize(size_t(n * hd));
         entries.resize(size_t(n));
-        for (int64_t j = 0; j < n; ++j) entries[size_t(j)] = vals + offset[size_t(i)] + size_t(j * hd);
+        for (int64_t j = 0; j < n; ++j) {
+          st_of[size_t(r)]->codec.unpack(chunk + (first[size_t(i)] + size_t(j)) * eb, values.data() + j * hd);
+          entries[size_t(j)] = values.data() + j * hd;
+        }
         float* orow = o.data() + r * H * hd;
         kernels::sparse_attention(q.data() + r * H * hd, H, hd, entries.data(), n, w.attn_sink, scale, orow);
         for (int64_t h = 0; h < H; ++h) s.rope->apply(orow + h * hd + hd - rd, pos_of[size_t(r)], true);
