@@ -244,6 +244,14 @@ TEST(Dsv4Golden, HcPreSinkhornAndPost) {
   Diff dq = diff(out.data(), g.f("out_post"), "hc_post out");
   EXPECT_EQ(dx.mismatches, 0);
   EXPECT_EQ(dq.mismatches, 0);
+  // all 5 rows at once (the mixes as one product, the rest a row per thread): the same bits
+  std::vector<float> xpre5(5 * 256), post5(5 * 4), comb5(5 * 16), out5(X);
+  hc_pre_rows(w, s, X.data(), 5, xpre5.data(), post5.data(), comb5.data());
+  hc_post_rows(s, y.data(), post5.data(), comb5.data(), 5, out5.data());
+  EXPECT_EQ(xpre5, xpre);
+  EXPECT_EQ(post5, post);
+  EXPECT_EQ(comb5, comb);
+  EXPECT_EQ(out5, out);
 }
 
 TEST(Dsv4Golden, HcHeadNormAndLogits) {

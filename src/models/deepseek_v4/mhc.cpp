@@ -4,6 +4,8 @@
 
 #include "core/numfmt.h"
 #include "kernels/dot.h"
+#include "kernels/linear.h"
+#include "kernels/parallel.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/sinkhorn.h"
 
@@ -26,11 +28,42 @@ void weighted_streams(const HcSpec& s, const float* pre, const float* x, float* 
 }  // namespace
 
 void hc_pre(const HcWeights& w, const HcSpec& s, const float* x, float* y, float* post, float* comb) {
-  const int64_t n_mix = (2 + s.hc) * s.hc;
-  std::vector<float> mixes(static_cast<size_t>(n_mix)), pre(static_cast<size_t>(s.hc));
-  mixes_of(w, s, x, n_mix, mixes.data());
-  kernels::hc_split_sinkhorn(mixes.data(), w.scale, w.base, s.hc, s.sinkhorn_iters, s.hc_eps, pre.data(), post, comb);
-  weighted_streams(s, pre.data(), x, y);
+  hc_pre_rows(w, s, x, 1, y, post, comb);
+}
+
+void hc_pre_rows(const HcWeights& w, const HcSpec& s, const float* x, int64_t rows, float* y, float* post,
+                 float* comb) {
+  const int64_t hc = s.hc, n = hc * s.dim, n_mix = (2 + hc) * hc;
+  // mixes[t][i] = (fn_i · x_t) · rsqrt(mean(x_t²) + eps): the dots of every row as one product
+  // (each the canonical dot mixes_of takes; per row, each row read the whole fn again)
+  // (a decode row keeps the plain dots: the product's set-up cost more than it saved there)
+  std::vector<float> mixes(static_cast<size_t>(rows * n_mix));
+  const bool product = rows >= 4;
+  if (product)
+    kernels::linear(kernels::LinearWeight{kernels::WeightFormat::f32, w.fn, nullptr, n_mix, n}, x, rows, mixes.data(), false);
+  kernels::parallel_for(rows, 4, [&](int64_t b, int64_t e) {
+    std::vector<float> pre(static_cast<size_t>(hc));
+    for (int64_t t = b; t < e; ++t) {
+      const float* xt = x + t * n;
+      float* mt = mixes.data() + t * n_mix;
+      if (product) {
+        const float r = kernels::rms_scale(xt, n, s.norm_eps);
+        for (int64_t i = 0; i < n_mix; ++i) mt[i] = mt[i] * r;
+      } else {
+        mixes_of(w, s, xt, n_mix, mt);
+      }
+      kernels::hc_split_sinkhorn(mt, w.scale, w.base, hc, s.sinkhorn_iters, s.hc_eps, pre.data(), post + t * hc,
+                                 comb + t * hc * hc);
+      weighted_streams(s, pre.data(), xt, y + t * s.dim);
+    }
+  });
+}
+
+void hc_post_rows(const HcSpec& s, const float* f, const float* post, const float* comb, int64_t rows, float* x) {
+  const int64_t hc = s.hc, d = s.dim;
+  kernels::parallel_for(rows, 4, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) hc_post(s, f + t * d, post + t * hc, comb + t * hc * hc, x + t * hc * d);
+  });
 }
 
 void hc_post(const HcSpec& s, const float* f, const float* post, const float* comb, float* x) {

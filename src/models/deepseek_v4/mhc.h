@@ -20,5 +20,10 @@ void hc_pre(const HcWeights& w, const HcSpec& s, const float* state, float* y, f
 // state is replaced by the new streams.
 void hc_post(const HcSpec& s, const float* f, const float* post, const float* comb, float* state);
 void hc_head(const HcWeights& w, const HcSpec& s, const float* state, float* y);
+// The same for `rows` states at once (state: [rows][hc][dim], y: [rows][dim], post: [rows][hc],
+// comb: [rows][hc][hc]), bitwise hc_pre / hc_post per row: the mixes of every row as one
+// product (the same canonical dots), the rest a row per thread.
+void hc_pre_rows(const HcWeights& w, const HcSpec& s, const float* state, int64_t rows, float* y, float* post, float* comb);
+void hc_post_rows(const HcSpec& s, const float* f, const float* post, const float* comb, int64_t rows, float* state);
 
 }  // namespace strata::dsv4

@@ -105,20 +105,14 @@ void Model::run_block(const LayerWeights& lw, const AttentionSpec& as, const Moe
   const int64_t d = cfg_.hidden_size, hc = cfg_.hc_mult;
   const float eps = float(cfg_.rms_norm_eps);
   vector<float> xin(size_t(n * d)), out(size_t(n * d)), post(size_t(n * hc)), comb(size_t(n * hc * hc));
-  for (int64_t t = 0; t < n; ++t) {
-    hc_pre(lw.hc_attn, hc_, h + t * hc * d, xin.data() + t * d, post.data() + t * hc, comb.data() + t * hc * hc);
-    kernels::rms_norm(xin.data() + t * d, lw.attn_norm, d, eps, xin.data() + t * d);
-  }
+  hc_pre_rows(lw.hc_attn, hc_, h, n, xin.data(), post.data(), comb.data());
+  for (int64_t t = 0; t < n; ++t) kernels::rms_norm(xin.data() + t * d, lw.attn_norm, d, eps, xin.data() + t * d);
   attention_forward(lw.attn, as, segs, xin.data(), out.data());
-  for (int64_t t = 0; t < n; ++t)
-    hc_post(hc_, out.data() + t * d, post.data() + t * hc, comb.data() + t * hc * hc, h + t * hc * d);
-  for (int64_t t = 0; t < n; ++t) {
-    hc_pre(lw.hc_ffn, hc_, h + t * hc * d, xin.data() + t * d, post.data() + t * hc, comb.data() + t * hc * hc);
-    kernels::rms_norm(xin.data() + t * d, lw.ffn_norm, d, eps, xin.data() + t * d);
-  }
+  hc_post_rows(hc_, out.data(), post.data(), comb.data(), n, h);
+  hc_pre_rows(lw.hc_ffn, hc_, h, n, xin.data(), post.data(), comb.data());
+  for (int64_t t = 0; t < n; ++t) kernels::rms_norm(xin.data() + t * d, lw.ffn_norm, d, eps, xin.data() + t * d);
   moe_forward(lw.ffn, ms, xin.data(), ids, n, out.data());
-  for (int64_t t = 0; t < n; ++t)
-    hc_post(hc_, out.data() + t * d, post.data() + t * hc, comb.data() + t * hc * hc, h + t * hc * d);
+  hc_post_rows(hc_, out.data(), post.data(), comb.data(), n, h);
 }
 
 vector<float> Model::run_main(SequenceState& st, const int64_t* ids, int64_t n) const {
