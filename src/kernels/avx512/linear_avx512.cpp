@@ -69,16 +69,27 @@ struct Bf16Row {
   }
 };
 
-struct Fp8Row {
+// One FP8 weight row and its 128-row band's block scales (one per 128 columns): what every FP8
+// panel decoder walks.
+struct Fp8RowBase {
   static constexpr int kBlock = 128;
   static constexpr int64_t kBlockBytes = 128;
   const uint8_t* p = nullptr;
   const uint8_t* s = nullptr;
-  __m512 sc = _mm512_setzero_ps();
-  Fp8Row() = default;
-  Fp8Row(const LinearWeight& w, int64_t r)
+  Fp8RowBase() = default;
+  Fp8RowBase(const LinearWeight& w, int64_t r)
       : p(static_cast<const uint8_t*>(w.data) + r * w.in), s(w.scale + (r / 128) * ((w.in + 127) / 128)) {}
   const void* at(int64_t k) const { return p + k; }
+};
+
+// e8m0 codes up to this one (scale 2^119) keep e4m3 × scale exact in fp32, the condition of
+// the forms that move the scale between the factors of an exact fp64 product.
+constexpr uint8_t kFp8ExactScaleMax = 246;
+
+struct Fp8Row : Fp8RowBase {
+  __m512 sc = _mm512_setzero_ps();
+  Fp8Row() = default;
+  Fp8Row(const LinearWeight& w, int64_t r) : Fp8RowBase(w, r) {}
   void begin(int64_t kb) { sc = _mm512_set1_ps(e8m0_to_f32(s[kb / 128])); }
   void get(int64_t k, int, __m512d& lo, __m512d& hi) {
     // e4m3 bits moved into f16 position are the value times 2^-8 (subnormals included)
@@ -362,16 +373,10 @@ struct Fp8BitsRow {  // the weight side of the bits form (x carries scale · 2^1
 // and so is this fp64 — zero and subnormals included), 4 operations per 8 weights against
 // Fp8Row's f16 route with its three conversions. Only for rows whose band scales are all at most
 // 2^119 (fp8_bits_panel_ok); the rest keep Fp8Row, which rounds as the reference does.
-struct Fp8ScaledBitsRow {
-  static constexpr int kBlock = 128;
-  static constexpr int64_t kBlockBytes = 128;
-  const uint8_t* p = nullptr;
-  const uint8_t* s = nullptr;
+struct Fp8ScaledBitsRow : Fp8RowBase {
   __m512d e = _mm512_setzero_pd();
   Fp8ScaledBitsRow() = default;
-  Fp8ScaledBitsRow(const LinearWeight& w, int64_t r)
-      : p(static_cast<const uint8_t*>(w.data) + r * w.in), s(w.scale + (r / 128) * ((w.in + 127) / 128)) {}
-  const void* at(int64_t k) const { return p + k; }
+  Fp8ScaledBitsRow(const LinearWeight& w, int64_t r) : Fp8RowBase(w, r) {}
   void begin(int64_t kb) { e = _mm512_set1_pd(double(int(s[kb / 128]) - 127 + 1016)); }
   void get(int64_t k, int, __m512d& lo, __m512d& hi) {
     const __m512i keep = _mm512_set1_epi64(int64_t(0x80FFFFFFFFFFFFFFull));
@@ -380,12 +385,16 @@ struct Fp8ScaledBitsRow {
   }
 };
 
-// Every weight row in [nb, ne) has band scales of at most 2^119 (e8m0 code 246).
+// A band's block scales s[0, blocks) are all at most kFp8ExactScaleMax.
+bool fp8_band_exact(const uint8_t* s, int64_t blocks) {
+  return std::all_of(s, s + blocks, [](uint8_t c) { return c <= kFp8ExactScaleMax; });
+}
+
+// Every weight row in [nb, ne) has exact band scales.
 bool fp8_bits_panel_ok(const LinearWeight& w, int64_t nb, int64_t ne) {
   const int64_t blocks = (w.in + 127) / 128;
   for (int64_t band = nb / 128; band * 128 < ne; ++band)
-    for (int64_t c = 0; c < blocks; ++c)
-      if (w.scale[band * blocks + c] > 246) return false;
+    if (!fp8_band_exact(w.scale + band * blocks, blocks)) return false;
   return true;
 }
 
@@ -610,11 +619,9 @@ void gemv_fp8(const LinearWeight& w, const double* x, int64_t rows, float* y, bo
   for (int64_t b0 = nb; b0 < ne;) {
     const int64_t band = b0 / 128, b1 = std::min(ne, (band + 1) * 128);
     const uint8_t* s = w.scale + band * blocks;
-    bool tame = true, in_range = bits_form;
-    for (int64_t c = 0; c < blocks; ++c) {
-      tame = tame && s[c] <= 246;
-      in_range = in_range && x_max[c] * double(e8m0_to_f32(s[c])) < 256.0;
-    }
+    const bool tame = fp8_band_exact(s, blocks);
+    bool in_range = bits_form;
+    for (int64_t c = 0; c < blocks; ++c) in_range = in_range && x_max[c] * double(e8m0_to_f32(s[c])) < 256.0;
     if (tame && (in_range || rows == 1)) {
       // bits form: xs = (x · scale) · 2^1016; f16 form: xs = x · (2^8 · scale)
       const __m512d big = _mm512_set1_pd(in_range ? 0x1p1016 : 256.0);
