@@ -25,13 +25,21 @@ struct Copies {
 
 Copies make(WeightFormat f, int64_t out, int64_t in) {
   Copies c;
-  const int64_t wb = f == WeightFormat::fp4 ? out * in / 2 : f == WeightFormat::fp8 ? out * in : out * in * 2;
+  const int64_t wb = f == WeightFormat::fp4   ? out * in / 2
+                     : f == WeightFormat::fp8 ? out * in
+                     : f == WeightFormat::f32 ? out * in * 4
+                                              : out * in * 2;
   const int64_t sb = f == WeightFormat::fp4 ? out * in / 32 : f == WeightFormat::fp8 ? ((out + 127) / 128) * (in / 128) : 0;
   const int copies = int(std::max<int64_t>(2, (int64_t(256) << 20) / wb));
   std::mt19937 rng(1);
   for (int i = 0; i < copies; ++i) {
     std::vector<uint8_t> d(static_cast<size_t>(wb)), s(static_cast<size_t>(sb));
     for (auto& b : d) b = uint8_t(rng() & 0x3F);  // finite codes, modest magnitudes
+    if (f == WeightFormat::f32)  // finite values of either sign
+      for (size_t k = 0; k < d.size(); k += 4) {
+        const float v = float(int(rng() % 2001) - 1000) / 4096.0f;
+        std::memcpy(&d[k], &v, 4);
+      }
     for (auto& b : s) b = uint8_t(120 + rng() % 8);
     c.data.push_back(std::move(d));
     c.scale.push_back(std::move(s));
@@ -46,8 +54,8 @@ void run(benchmark::State& st, WeightFormat f, int64_t out, int64_t in) {
   const int64_t rows = st.range(0);
   static Copies c;
   static WeightFormat made = WeightFormat::f32;
-  static int64_t made_out = 0;
-  if (made_out != out || made != f) c = make(f, out, in), made = f, made_out = out;
+  static int64_t made_out = 0, made_in = 0;
+  if (made_out != out || made_in != in || made != f) c = make(f, out, in), made = f, made_out = out, made_in = in;
   std::vector<float> x(size_t(rows * in)), y(size_t(rows * out));
   std::mt19937 rng(2);
   std::normal_distribution<float> nd;
@@ -64,11 +72,17 @@ void run(benchmark::State& st, WeightFormat f, int64_t out, int64_t in) {
 void BM_Fp4Expert(benchmark::State& st) { run(st, WeightFormat::fp4, 2048, 4096); }
 void BM_Fp8Wqb(benchmark::State& st) { run(st, WeightFormat::fp8, 32768, 1024); }
 void BM_Bf16Head(benchmark::State& st) { run(st, WeightFormat::bf16, 16384, 4096); }
+// Few outputs over many activation rows: mHC's 24 mixes of the flattened streams (f32, hc·d
+// wide) and the indexer's head weights (bf16, 64 outputs), as a prefill runs them.
+void BM_F32HcMix(benchmark::State& st) { run(st, WeightFormat::f32, 24, 16384); }
+void BM_Bf16IndexerHeads(benchmark::State& st) { run(st, WeightFormat::bf16, 64, 4096); }
 
 }  // namespace
 
 BENCHMARK(BM_Fp4Expert)->Arg(1)->Arg(2)->Arg(4)->Arg(16)->Arg(128)->UseRealTime();
 BENCHMARK(BM_Fp8Wqb)->Arg(1)->Arg(2)->Arg(4)->Arg(16)->Arg(128)->UseRealTime();
 BENCHMARK(BM_Bf16Head)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(16)->Arg(32)->Arg(128)->UseRealTime();
+BENCHMARK(BM_F32HcMix)->Arg(4)->Arg(64)->Arg(512)->UseRealTime();
+BENCHMARK(BM_Bf16IndexerHeads)->Arg(64)->Arg(512)->UseRealTime();
 
 BENCHMARK_MAIN();

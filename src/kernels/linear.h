@@ -65,6 +65,11 @@ inline int64_t linear_panel_doubles(int64_t in, int64_t rows) {
 }
 void linear_range(const LinearWeight& w, const double* x, const float* xf, int64_t rows, float* y, bool round_bf16,
                   int64_t nb, int64_t ne, double* panel);
+// Which kernel linear_range runs for `rows` activation rows. Only the panel GEMM reads the
+// activation as fp32 alone (xf); the others read the fp64 copy (x), which the panel's callers
+// need not make (rows × in × 8 bytes written per call: ~10% of a 64-row FP8 product's time).
+enum class LinearRoute { fp4_int, fp8_gemv, gemv, panel };
+LinearRoute linear_route(const LinearWeight& w, int64_t rows);
 }  // namespace avx512
 
 // y[rows, out] = x[rows, in] · Wᵀ. round_bf16: round outputs to bf16 (the reference's fp8/fp4

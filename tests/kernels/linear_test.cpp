@@ -291,6 +291,52 @@ TEST(Linear, FusedAvx512MatchesScalarDefinitionBitwise) {
   }
 }
 
+// Few outputs over many activation rows (mHC's mixes, the indexer's head weights): the threads
+// split the activation rows, and each thread's share may take another route than the whole
+// (FP8 at 40 rows on 2 threads: two 20-row GEMVs, which read the fp64 copy the panel does not
+// need). Every output must still be the reference's canonical dot, at any thread count.
+TEST(Linear, FewOutputsSplitByActivationRowsGiveTheReferenceBits) {
+  std::mt19937 rng(41);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  const int64_t out = 24, in = 512;
+  std::vector<uint8_t> fp8(size_t(out * in)), fp8s(size_t(in / 128)), fp4(size_t(out * in / 2)), fp4s(size_t(out * in / 32));
+  for (auto& b : fp8) { b = uint8_t(rng()); if ((b & 0x7F) == 0x7F) b = 0x7E; }
+  for (auto& s : fp8s) s = uint8_t(118 + rng() % 8);
+  for (auto& b : fp4) b = uint8_t(rng());
+  for (auto& s : fp4s) s = uint8_t(120 + rng() % 8);
+  std::vector<uint16_t> bf(size_t(out * in));
+  std::vector<float> f32(size_t(out * in));
+  for (size_t i = 0; i < f32.size(); ++i) {
+    f32[i] = std::ldexp(u(rng), int(rng() % 60) - 30);
+    bf[i] = f32_to_bf16(std::ldexp(u(rng), int(rng() % 40) - 20));
+  }
+  const std::vector<LinearWeight> ws = {{WeightFormat::f32, f32.data(), nullptr, out, in},
+                                        {WeightFormat::bf16, bf.data(), nullptr, out, in},
+                                        {WeightFormat::fp8, fp8.data(), fp8s.data(), out, in},
+                                        {WeightFormat::fp4, fp4.data(), fp4s.data(), out, in}};
+  std::vector<float> row(static_cast<size_t>(in));
+  for (const auto& w : ws)
+    for (int64_t rows : {9, 40, 67}) {
+      std::vector<float> x(size_t(rows * in)), y(size_t(rows * out));
+      for (auto& v : x) v = std::ldexp(u(rng), int(rng() % 30) - 15);
+      std::vector<float> xq(x);
+      if (w.format == WeightFormat::fp8 || w.format == WeightFormat::fp4)
+        for (int64_t r = 0; r < rows; ++r) quant_fp8(x.data() + r * in, in, kActBlock, xq.data() + r * in);
+      for (int threads : {1, 2, 3}) {
+        set_num_threads(threads);
+        std::fill(y.begin(), y.end(), -1.0f);
+        linear(w, x.data(), rows, y.data(), false);
+        for (int64_t n = 0; n < out; ++n) {
+          dequant_row(w, n, row.data());
+          for (int64_t r = 0; r < rows; ++r)
+            ASSERT_EQ(std::bit_cast<uint32_t>(y[size_t(r * out + n)]), std::bit_cast<uint32_t>(dot(xq.data() + r * in, row.data(), in)))
+                << "format " << int(w.format) << " rows " << rows << " threads " << threads << " out " << n << " row " << r;
+        }
+      }
+    }
+  set_num_threads(0);
+}
+
 // FP8 block scales at the ends of the e8m0 range: a one-row product puts the scale on the
 // activation (exact while e4m3 × scale is exact in fp32, codes <= 246) and falls back to the
 // per-weight decoder for a band with a larger one; both must give the reference's bits, and

@@ -796,14 +796,12 @@ inline int64_t row_block(int64_t in, int64_t rows) {
 template <class Row>
 void run(const LinearWeight& w, const double* x, const float* xf, int64_t rows, float* y, bool rb, int64_t nb, int64_t ne,
          double* panel) {
-  if constexpr (std::is_same_v<Row, Fp4Row>)
-    if (fp4_int_supported(w)) return gemm_fp4_int(w, x, rows, y, rb, nb, ne, panel);
-  // (FP4 outside the integer route keeps the fp64 panel from 2 rows: the few-row GEMV was not
-  // measured against it there)
-  if constexpr (std::is_same_v<Row, Fp8Row>)
-    if (rows <= kGemvRowsLimit && w.in % 128 == 0) return gemv_fp8(w, x, rows, y, rb, nb, ne, panel);
-  if (rows == 1 || (rows <= kGemvMaxRows && !std::is_same_v<Row, Fp4Row>))
-    return gemv_rows<Row>(w, x, rows, y, rb, nb, ne);
+  switch (linear_route(w, rows)) {
+    case LinearRoute::fp4_int: return gemm_fp4_int(w, x, rows, y, rb, nb, ne, panel);
+    case LinearRoute::fp8_gemv: return gemv_fp8(w, x, rows, y, rb, nb, ne, panel);
+    case LinearRoute::gemv: return gemv_rows<Row>(w, x, rows, y, rb, nb, ne);
+    case LinearRoute::panel: break;
+  }
   const int64_t step = row_block(w.in, rows);
   const bool fp8_bits = std::is_same_v<Row, Fp8Row> && fp8_bits_panel_ok(w, nb, ne);
   for (int64_t r0 = 0; r0 < rows; r0 += step) {  // each output's dot is the same whatever the split
@@ -814,6 +812,17 @@ void run(const LinearWeight& w, const double* x, const float* xf, int64_t rows, 
 }
 
 }  // namespace
+
+LinearRoute linear_route(const LinearWeight& w, int64_t rows) {
+  if (w.format == WeightFormat::fp4) {
+    if (fp4_int_supported(w)) return LinearRoute::fp4_int;
+    // (FP4 outside the integer route keeps the fp64 panel from 2 rows: the few-row GEMV was not
+    // measured against it there)
+    return rows == 1 ? LinearRoute::gemv : LinearRoute::panel;
+  }
+  if (w.format == WeightFormat::fp8 && rows <= kGemvRowsLimit && w.in % 128 == 0) return LinearRoute::fp8_gemv;
+  return rows <= kGemvMaxRows ? LinearRoute::gemv : LinearRoute::panel;
+}
 
 bool linear_supported(const LinearWeight& w) {
   return w.in % (w.format == WeightFormat::fp4 ? 32 : 16) == 0;
