@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/huge_buffer.h"
 #include "core/numfmt.h"
 #include "kernels/dot.h"
 #include "kernels/parallel.h"
@@ -72,7 +73,8 @@ void attention_forward(const AttentionWeights& w, const AttentionSpec& s, const 
         scratch_of[size_t(r)] = g.indexer_scratch;
   }
   // --- batched projections (each row independent) ---
-  vector<float> qr(size_t(rows * ql)), q(size_t(rows * H * hd)), kv(size_t(rows * hd));
+  vector<float> qr(size_t(rows * ql)), kv(size_t(rows * hd));
+  CallBuffer<float> q(size_t(rows * H * hd));  // written whole by wq_b
   kernels::linear(w.wq_a, x, rows, qr.data(), true);
   for (int64_t r = 0; r < rows; ++r) kernels::rms_norm(qr.data() + r * ql, w.q_norm, ql, s.norm_eps, qr.data() + r * ql);
   kernels::linear(w.wq_b, qr.data(), rows, q.data(), true);
@@ -117,7 +119,7 @@ void attention_forward(const AttentionWeights& w, const AttentionSpec& s, const 
   // keeps the head split. The same bits either way: each row's attention is computed whole by
   // one thread, from the same stored values.
   constexpr size_t kChunkBytes = size_t(1) << 20;
-  vector<float> o(size_t(rows * H * hd));
+  CallBuffer<float> o(size_t(rows * H * hd));  // every row's heads written by its attention
   // thread_local: a step would otherwise fault in fresh pages per layer
   thread_local vector<uint8_t> copies;
   if (rows == 0) return;

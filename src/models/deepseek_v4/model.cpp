@@ -1,6 +1,7 @@
 #include "models/deepseek_v4/model.h"
 
 #include "core/error.h"
+#include "core/huge_buffer.h"
 #include "core/numfmt.h"
 #include "kernels/rmsnorm.h"
 #include "models/deepseek_v4/tensors.h"
@@ -104,7 +105,8 @@ void Model::run_block(const LayerWeights& lw, const AttentionSpec& as, const Moe
                       const std::vector<AttentionSegment>& segs, float* h, const int64_t* ids, int64_t n) const {
   const int64_t d = cfg_.hidden_size, hc = cfg_.hc_mult;
   const float eps = float(cfg_.rms_norm_eps);
-  vector<float> xin(size_t(n * d)), out(size_t(n * d)), post(size_t(n * hc)), comb(size_t(n * hc * hc));
+  // each written whole before it is read: not zeroed
+  CallBuffer<float> xin(size_t(n * d)), out(size_t(n * d)), post(size_t(n * hc)), comb(size_t(n * hc * hc));
   hc_pre_rows(lw.hc_attn, hc_, h, n, xin.data(), post.data(), comb.data());
   for (int64_t t = 0; t < n; ++t) kernels::rms_norm(xin.data() + t * d, lw.attn_norm, d, eps, xin.data() + t * d);
   attention_forward(lw.attn, as, segs, xin.data(), out.data());
