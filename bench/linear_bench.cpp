@@ -2,7 +2,8 @@
 // together exceed the last-level cache, as a decode step's weights do): weight GB/s and fp64
 // multiply-adds per second, for one activation row (decode GEMV) and several (batched decode,
 // verification, prefill). Shapes are V4-Flash's: routed expert w1 (2048 × 4096, FP4), attention
-// wq_b (32768 × 1024, FP8), the bf16 head slice (16384 × 4096).
+// wq_b (32768 × 1024, FP8), the bf16 head slice (16384 × 4096), and two few-output products that
+// prefill runs over many rows (mHC's f32 24 × 16384 mixes, the indexer's bf16 64 × 4096 head weights).
 // Run: build/<dir>/bench/linear_bench [--benchmark_filter=...]; STRATA_THREADS sets threads.
 #include <benchmark/benchmark.h>
 
