@@ -4,14 +4,15 @@
 #include <exception>
 
 #include "cli/app.h"
+#include "core/huge_buffer.h"
 
 int main(int argc, char** argv) {
   // The forward pass allocates its activation buffers per call (a 128-token chunk: several of
   // 2 MB per layer). glibc serves such sizes with fresh mmaps, each page faulted in and zeroed
   // again on every call, and returns freed heap tops to the system: on this VM, page faults
   // were ~7% of a prefill. Buffers up to 32 MB (glibc's largest mmap threshold) now come
-  // from the heap and freed memory stays there for the next call.
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  // from the heap and freed memory stays there for the next call (larger ones: CallBuffer).
+  mallopt(M_MMAP_THRESHOLD, int(strata::kHeapKeptBelow));
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   try {
     return strata::cli::run(argc, argv);

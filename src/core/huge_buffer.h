@@ -53,17 +53,19 @@ class HugeBuffer {
   HugeBytes b_;
 };
 
+// glibc's largest mmap threshold: main sets it, so that blocks below it come from the heap and
+// freed ones stay there for the next call; blocks from it up are always mapped afresh.
+inline constexpr size_t kHeapKeptBelow = size_t(32) << 20;
+
 // n values of T (trivially copyable) for the length of one call, not zeroed: from the heap
-// below kHugeFrom bytes, where glibc keeps freed memory for the next call (faulted in once a
-// process; main sets its mmap threshold to that size), and above it, where malloc maps fresh
+// below kHeapKeptBelow bytes (faulted in once a process), and above it, where malloc maps fresh
 // 4 KB pages and faults them in on every call, in huge-page memory: a fault per 2 MB (a
 // 256-token flash-2l prefill's attention queries and outputs, 32 MB each, were ~45 000 faults).
 template <class T>
 class CallBuffer {
  public:
-  static constexpr size_t kHugeFrom = size_t(32) << 20;
   explicit CallBuffer(size_t n) {
-    if (n * sizeof(T) >= kHugeFrom) huge_ = HugeBuffer<T>(n);
+    if (n * sizeof(T) >= kHeapKeptBelow) huge_ = HugeBuffer<T>(n);
     else heap_.reset(new T[n]);
   }
   T* data() { return heap_ ? heap_.get() : huge_.data(); }

@@ -98,6 +98,15 @@ void linear(const LinearWeight& w, const float* x, int64_t rows, float* y, bool 
 }
 
 namespace {
+// The activation widened to fp64 in buf, for the routes that read it; the panel GEMM reads the
+// fp32 rows alone (rows × in × 8 bytes written per call for nothing): nullptr there.
+const double* fp64_copy_for_route(const LinearWeight& w, const float* x, int64_t rows, AlignedBuffer<double>& buf) {
+  if (avx512::linear_route(w, rows) == avx512::LinearRoute::panel) return nullptr;
+  buf.reserve(size_t(rows * w.in));
+  for (int64_t i = 0; i < rows * w.in; ++i) buf[size_t(i)] = double(x[i]);
+  return buf.data();
+}
+
 void linear_unprofiled(const LinearWeight& w, const float* x, int64_t rows, float* y, bool rb) {
   if (w.empty()) throw Error("linear: weight is missing");
   const int64_t in = w.in, out = w.out;
@@ -114,13 +123,13 @@ void linear_unprofiled(const LinearWeight& w, const float* x, int64_t rows, floa
     // activation once per band and call): with a fixed half each, the thread that started
     // second (or reads slower memory) set the pace, and the other waited ~10% of a decode
     // step. FP4 keeps a chunk a thread: its integer route prepares the activation per chunk.
-    const int64_t chunks = w.format == WeightFormat::fp4 ? num_threads() : 16 * num_threads();
+    const int64_t threads = num_threads();
+    const int64_t chunks = w.format == WeightFormat::fp4 ? threads : 16 * threads;
     const int64_t grain = w.format == WeightFormat::fp4 ? (blocks + chunks - 1) / chunks
                                                         : std::max<int64_t>(32, (blocks + chunks - 1) / chunks / 32 * 32);
     // Few outputs over many activation rows (mHC's 24 mixes, the indexer's 64 head weights, at
     // prefill): too few weight-row chunks to go round, so the threads take activation rows
     // instead, every output of their rows. Each output is the same canonical dot either way.
-    const int64_t threads = num_threads();
     const bool by_rows = threads > 1 && (blocks + grain - 1) / grain < threads && rows >= 2 * threads &&
                          out * in * rows >= (int64_t(1) << 16) * threads;
     if (by_rows) {
@@ -128,25 +137,19 @@ void linear_unprofiled(const LinearWeight& w, const float* x, int64_t rows, floa
         const int64_t n = r1 - r0;
         thread_local AlignedBuffer<double> panel, xd;
         panel.reserve(size_t(avx512::linear_panel_doubles(in, n)));
-        const bool wide = avx512::linear_route(w, n) != avx512::LinearRoute::panel;  // run inline: all rows
-        if (wide) {
-          xd.reserve(size_t(n * in));
-          for (int64_t i = 0; i < n * in; ++i) xd[size_t(i)] = double(x[r0 * in + i]);
-        }
-        avx512::linear_range(w, wide ? xd.data() : nullptr, x + r0 * in, n, y + r0 * out, rb, 0, out, panel.data());
+        // the route of this thread's share (run inline, all the rows)
+        const double* x64 = fp64_copy_for_route(w, x + r0 * in, n, xd);
+        avx512::linear_range(w, x64, x + r0 * in, n, y + r0 * out, rb, 0, out, panel.data());
       });
       return;
     }
-    // The fp64 copy of the activation only where the route reads it (not the panel GEMM's).
-    const bool wide = avx512::linear_route(w, rows) != avx512::LinearRoute::panel;
-    AlignedBuffer<double> xd(wide ? size_t(rows * in) : 0);
-    if (wide)
-      for (int64_t i = 0; i < rows * in; ++i) xd[size_t(i)] = double(x[i]);
+    AlignedBuffer<double> xd;
+    const double* x64 = fp64_copy_for_route(w, x, rows, xd);
     const int64_t min_blocks = std::max<int64_t>(4, (int64_t(1) << 16) / std::max<int64_t>(1, 4 * in * rows));
     parallel_for_dynamic(blocks, min_blocks, grain, [&](int64_t b, int64_t e) {
       thread_local AlignedBuffer<double> panel;
       panel.reserve(size_t(avx512::linear_panel_doubles(in, rows)));
-      avx512::linear_range(w, xd.data(), x, rows, y, rb, b * 4, std::min(out, e * 4), panel.data());
+      avx512::linear_range(w, x64, x, rows, y, rb, b * 4, std::min(out, e * 4), panel.data());
     });
     return;
   }
