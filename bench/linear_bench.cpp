@@ -4,6 +4,7 @@
 // verification, prefill). Shapes are V4-Flash's: routed expert w1 (2048 × 4096, FP4), attention
 // wq_b (32768 × 1024, FP8), the bf16 head slice (16384 × 4096), and two few-output products that
 // prefill runs over many rows (mHC's f32 24 × 16384 mixes, the indexer's bf16 64 × 4096 head weights).
+// The *L2 cases hold one copy that fits L2: the kernel's compute rate without the memory.
 // Run: build/<dir>/bench/linear_bench [--benchmark_filter=...]; STRATA_THREADS sets threads.
 #include <benchmark/benchmark.h>
 
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "kernels/linear.h"
+#include "kernels/quant.h"
 
 namespace {
 
@@ -24,14 +26,15 @@ struct Copies {
   int64_t bytes = 0;
 };
 
-Copies make(WeightFormat f, int64_t out, int64_t in) {
+// cached: one copy (a shape that fits L2 measures the kernel's compute rate, not the memory's)
+Copies make(WeightFormat f, int64_t out, int64_t in, bool cached) {
   Copies c;
   const int64_t wb = f == WeightFormat::fp4   ? out * in / 2
                      : f == WeightFormat::fp8 ? out * in
                      : f == WeightFormat::f32 ? out * in * 4
                                               : out * in * 2;
   const int64_t sb = f == WeightFormat::fp4 ? out * in / 32 : f == WeightFormat::fp8 ? ((out + 127) / 128) * (in / 128) : 0;
-  const int copies = int(std::max<int64_t>(2, (int64_t(256) << 20) / wb));
+  const int copies = cached ? 1 : int(std::max<int64_t>(2, (int64_t(256) << 20) / wb));
   std::mt19937 rng(1);
   for (int i = 0; i < copies; ++i) {
     std::vector<uint8_t> d(static_cast<size_t>(wb)), s(static_cast<size_t>(sb));
@@ -51,16 +54,21 @@ Copies make(WeightFormat f, int64_t out, int64_t in) {
   return c;
 }
 
-void run(benchmark::State& st, WeightFormat f, int64_t out, int64_t in) {
+// fp8_x: the activation FP8-quantized in 1 x 128 blocks, as the model's linear layers get it
+// (the FP4 integer route needs that form; normal floats take the fp64 decoder).
+void run(benchmark::State& st, WeightFormat f, int64_t out, int64_t in, bool fp8_x = false, bool cached = false) {
   const int64_t rows = st.range(0);
   static Copies c;
   static WeightFormat made = WeightFormat::f32;
   static int64_t made_out = 0, made_in = 0;
-  if (made_out != out || made_in != in || made != f) c = make(f, out, in), made = f, made_out = out, made_in = in;
+  static bool made_cached = false;
+  if (made_out != out || made_in != in || made != f || made_cached != cached)
+    c = make(f, out, in, cached), made = f, made_out = out, made_in = in, made_cached = cached;
   std::vector<float> x(size_t(rows * in)), y(size_t(rows * out));
   std::mt19937 rng(2);
   std::normal_distribution<float> nd;
   for (auto& v : x) v = nd(rng);
+  if (fp8_x) strata::kernels::quant_fp8(x.data(), rows * in, strata::kernels::kActBlock, x.data());
   size_t i = 0;
   for (auto _ : st) {
     strata::kernels::linear(c.w[i++ % c.w.size()], x.data(), rows, y.data(), true);
@@ -70,8 +78,17 @@ void run(benchmark::State& st, WeightFormat f, int64_t out, int64_t in) {
   st.counters["GMAC/s"] = benchmark::Counter(double(out * in * rows) / 1e9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// Activations of normal floats (not FP8-quantized): the FP4 integer route refuses them, and the
+// fp64 decoder runs, one activation row at a time.
 void BM_Fp4Expert(benchmark::State& st) { run(st, WeightFormat::fp4, 2048, 4096); }
+// FP8-quantized activations, as the model's experts get them: the exact integer route, from
+// memory and from L2 (256 rows, 512 KB: the route's compute rate alone).
+void BM_Fp4ExpertInt(benchmark::State& st) { run(st, WeightFormat::fp4, 2048, 4096, true); }
+void BM_Fp4ExpertIntL2(benchmark::State& st) { run(st, WeightFormat::fp4, 256, 4096, true, true); }
 void BM_Fp8Wqb(benchmark::State& st) { run(st, WeightFormat::fp8, 32768, 1024); }
+// FP8 wq_a's shape (1024 x 4096) from memory and a 128-row slice of it from L2
+void BM_Fp8Wqa(benchmark::State& st) { run(st, WeightFormat::fp8, 1024, 4096); }
+void BM_Fp8WqaL2(benchmark::State& st) { run(st, WeightFormat::fp8, 128, 4096, false, true); }
 void BM_Bf16Head(benchmark::State& st) { run(st, WeightFormat::bf16, 16384, 4096); }
 // Few outputs over many activation rows: mHC's 24 mixes of the flattened streams (f32, hc·d
 // wide) and the indexer's head weights (bf16, 64 outputs), as a prefill runs them.
@@ -81,7 +98,11 @@ void BM_Bf16IndexerHeads(benchmark::State& st) { run(st, WeightFormat::bf16, 64,
 }  // namespace
 
 BENCHMARK(BM_Fp4Expert)->Arg(1)->Arg(2)->Arg(4)->Arg(16)->Arg(128)->UseRealTime();
+BENCHMARK(BM_Fp4ExpertInt)->Arg(1)->Arg(2)->Arg(16)->UseRealTime();
+BENCHMARK(BM_Fp4ExpertIntL2)->Arg(1)->UseRealTime();
 BENCHMARK(BM_Fp8Wqb)->Arg(1)->Arg(2)->Arg(4)->Arg(16)->Arg(128)->UseRealTime();
+BENCHMARK(BM_Fp8Wqa)->Arg(1)->UseRealTime();
+BENCHMARK(BM_Fp8WqaL2)->Arg(1)->Arg(4)->Arg(16)->Arg(32)->UseRealTime();
 BENCHMARK(BM_Bf16Head)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(16)->Arg(32)->Arg(128)->UseRealTime();
 BENCHMARK(BM_F32HcMix)->Arg(4)->Arg(64)->Arg(512)->UseRealTime();
 BENCHMARK(BM_Bf16IndexerHeads)->Arg(64)->Arg(512)->UseRealTime();
