@@ -98,6 +98,55 @@ TEST(Fp4IntRoute, TakesEveryRowOfAModelLikeProductWithTheCanonicalBits) {
   }
 }
 
+// Chunks of 128 columns whose values all lie within 2^7 of their largest (no tiny value, as in a
+// normalized activation) are integers below 2^15 in a coarser unit: their top byte slice is zero
+// and the kernel skips it. Even chunks here are such, odd ones hold values down to 2^-20 of the
+// largest (three slices); every row must be taken with the canonical bits, alone and in linear().
+std::vector<float> narrow_and_wide_chunks(int64_t in, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(1.0f, 2.0f);
+  std::vector<float> x(static_cast<size_t>(in)), xq(static_cast<size_t>(in));
+  for (int64_t k = 0; k < in; ++k) {
+    const bool narrow = (k / 128) % 2 == 0;
+    const int e = narrow ? -int(rng() % 7) : -int(rng() % 21);
+    x[size_t(k)] = (rng() % 2 ? -1.0f : 1.0f) * std::ldexp(u(rng), e + int(k / 128 % 5));
+  }
+  x[5] = 0.0f;  // zeros do not count against a chunk
+  quant_fp8(x.data(), in, kActBlock, xq.data());
+  return xq;
+}
+
+TEST(Fp4IntRoute, ChunksWithoutTinyValuesSkipTheTopSliceWithTheCanonicalBits) {
+  for (int64_t in : {512, 2048, 4096}) {
+    if (!route_available(in)) GTEST_SKIP() << "AVX-512 with VBMI not active";
+    std::mt19937 rng(static_cast<uint32_t>(in + 1));
+    const Fp4Matrix m = random_matrix(64, in, 118, 8, rng);
+    const LinearWeight w = m.weight();
+    const auto xq = narrow_and_wide_chunks(in, rng);
+    Prepared p(xq);
+    ASSERT_TRUE(p.ok);
+    for (int64_t c = 0; c < in / 128; ++c) EXPECT_EQ(p.act.two_slices[c], c % 2 == 0) << "in " << in << " chunk " << c;
+    std::vector<float> y(static_cast<size_t>(w.out), -1.0f);
+    for (bool rb : {false, true}) {
+      for (int64_t n = 0; n < w.out; ++n) {
+        ASSERT_TRUE(avx512::fp4_int_row(w, p.act, n, y.data(), rb)) << "in " << in << " row " << n;
+        ASSERT_EQ(bits(y[size_t(n)]), bits(reference(w, xq, n, rb))) << "in " << in << " row " << n << " rb " << rb;
+      }
+      // several activation rows through linear(): each its own chunks' slices
+      std::vector<float> x3 = xq;
+      const auto wide = quantized_activation(in, rng);
+      x3.insert(x3.end(), wide.begin(), wide.end());
+      x3.insert(x3.end(), xq.begin(), xq.end());
+      std::vector<float> y3(static_cast<size_t>(3 * w.out));
+      linear(w, x3.data(), 3, y3.data(), rb);
+      for (int64_t r = 0; r < 3; ++r) {
+        const std::vector<float> xr(x3.begin() + r * in, x3.begin() + (r + 1) * in);
+        for (int64_t n = 0; n < w.out; ++n)
+          ASSERT_EQ(bits(y3[size_t(r * w.out + n)]), bits(reference(w, xr, n, rb))) << "in " << in << " act row " << r << " out " << n;
+      }
+    }
+  }
+}
+
 // Lane 0 of the canonical dot adds 2^a + 2^b - 2^a (columns 0, 32, 64: blocks 0, 1, 2): with
 // a - b = 60 the first addition rounds and the result is 0, not 2^b. The route must refuse that
 // row; at the span its condition allows (53 - 27 - log2(128 blocks) = 19) it must take the row.

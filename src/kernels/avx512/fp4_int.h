@@ -10,6 +10,8 @@
 // smallest 2^e_b below 2^(53 + that exponent), so it is exact. The block sums are then integer
 // dot products: VNNI on bytes (the activation as three signed byte slices, the weight as
 // unsigned bytes), four columns per instruction lane, instead of decoding every weight to fp64.
+// Where a 128-column chunk's values allow a unit 2^3 coarser (no value below ~amax / 2^11), its
+// integers are below 2^15 and the top slice, zero, is skipped.
 //
 // Rows whose span is wider, or whose scales are 253 or more (where the reference's fp32 value
 // overflows), are not exact this way: fp4_int_row says so and the caller takes the fp64 path.
@@ -25,11 +27,12 @@ struct Fp4IntActivation {
   const int8_t* slices = nullptr;  // per 128 columns: 3 slices × (even, odd columns) × 64 bytes
   const int32_t* exps = nullptr;   // per 32-column block, in the kernel's block order: E_c - 128
   const int32_t* corr = nullptr;   // per block, same order: 12 × Σ of the block's integers
+  const uint8_t* two_slices = nullptr;  // per 128 columns: 1 where the top slice x2 is all zero
   int64_t in = 0;
 };
 
 // Bytes of 64-byte-aligned scratch that fp4_int_prepare needs for `in` columns.
-inline int64_t fp4_int_scratch_bytes(int64_t in) { return 3 * in + 2 * 4 * (in / 32); }
+inline int64_t fp4_int_scratch_bytes(int64_t in) { return 3 * in + 2 * 4 * (in / 32) + in / 128; }
 
 // Whether this machine and this weight can take the route at all (VBMI, in % 512 == 0).
 bool fp4_int_supported(const LinearWeight& w);

@@ -12,6 +12,11 @@
 // fold into 16 block sums by one 4 × 4 transpose-add (block 16p + 4j + L lands in lane 4L + j);
 // the activation's per-block terms (exponents, 12·Σx to remove the +12) are stored in that
 // order. Each block sum times 2^(e8m0 - 128 + E) is exact in fp64 and so is their sum.
+//
+// Two slices where the third is zero. A chunk whose values are all integers in units of 2^(E+3)
+// too (no value below ~amax / 2^11: most chunks of a normalized activation) takes that unit:
+// its integers are below 2^15, its top slice x2 is zero, and its chunks skip x2's two vpdpbusd
+// and a shift (fp4_int_row reads a flag per chunk). The sums are the same integers either way.
 #pragma GCC optimize("fp-contract=off")
 #include "kernels/avx512/fp4_int.h"
 
@@ -33,6 +38,7 @@ constexpr int kMaxScaleCode = 252;              // e8m0 codes whose e2m1 multipl
 constexpr int kBlockSumBits = 27;               // |S_b| < 32 · 12 · 2^18 < 2^27
 constexpr int64_t kMaxIn = 65536;               // the prepare step's per-chunk table
 constexpr int64_t kPrefetchBytes = 1024;        // ahead of the row stream (2 KB rows; 512 and 2048 measured slower)
+constexpr int kCoarseStep = 3;                  // 2^18 / 2^3 leaves the integers below 2^15: two slices
 
 int ceil_log2(int64_t v) {
   int b = 0;
@@ -56,6 +62,19 @@ inline int lane_max(__m512i v) {
   return _mm_cvtsi128_si32(b);
 }
 
+// Whether the chunk's values are all integers in units of 2^e. With e = E + 3 they are then
+// below 2^15 (an e4m3 chunk's largest, at most 1.75 · 2^14 of them): x2 is zero. The flag the
+// kernel reads is taken from the digits themselves, so it holds whatever this decides.
+bool coarse_unit_fits(const double* x, int e) {
+  const __m512d unit = _mm512_set1_pd(std::ldexp(1.0, -e));
+  __mmask8 off = 0;
+  for (int64_t k = 0; k < kChunk; k += 8) {
+    const __m512d a = _mm512_mul_pd(_mm512_loadu_pd(x + k), unit);
+    off |= _mm512_cmp_pd_mask(_mm512_roundscale_pd(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), a, _CMP_NEQ_UQ);
+  }
+  return off == 0;
+}
+
 }  // namespace
 
 bool fp4_int_supported(const LinearWeight& w) {
@@ -67,6 +86,7 @@ bool fp4_int_prepare(const double* x, int64_t in, void* scratch, Fp4IntActivatio
   auto* slices = static_cast<int8_t*>(scratch);
   auto* exps = reinterpret_cast<int32_t*>(slices + 3 * in);
   auto* corr = exps + in / 32;
+  auto* two_slices = reinterpret_cast<uint8_t*>(corr + in / 32);
   const int64_t chunks = in / kChunk;
   const __m512d abs_mask = _mm512_castsi512_pd(_mm512_set1_epi64(INT64_MAX));
 
@@ -81,7 +101,8 @@ bool fp4_int_prepare(const double* x, int64_t in, void* scratch, Fp4IntActivatio
     const double amax = _mm512_reduce_max_pd(m);
     for (int64_t k = 0; k < kChunk; ++k)  // NaN never wins a max: look for it directly
       if (!std::isfinite(x[c * kChunk + k])) return false;
-    const int e = amax > 0 ? std::ilogb(amax) - 17 : INT_MIN;
+    int e = amax > 0 ? std::ilogb(amax) - 17 : INT_MIN;
+    if (e != INT_MIN && coarse_unit_fits(x + c * kChunk, e + kCoarseStep)) e += kCoarseStep;
     chunk_unit[c] = e;
     if (e != INT_MIN && e_fill == INT_MIN) e_fill = e;
   }
@@ -96,6 +117,7 @@ bool fp4_int_prepare(const double* x, int64_t in, void* scratch, Fp4IntActivatio
     const __m512d unit = _mm512_set1_pd(std::ldexp(1.0, -e));
     int8_t* dst = slices + c * kSliceBytes;
     int32_t block_sum[4];
+    __m512i top = _mm512_setzero_si512();  // any nonzero x2 digit
     for (int64_t k = 0; k < kChunk; k += 32) {
       __m512i v[2];
       for (int h = 0; h < 2; ++h) {  // 16 columns: integers, checked exact
@@ -116,10 +138,12 @@ bool fp4_int_prepare(const double* x, int64_t in, void* scratch, Fp4IntActivatio
         const __m512i d1 = low_digit(r1);
         const __m512i d2 = _mm512_srai_epi32(_mm512_sub_epi32(r1, d1), 8);
         const __m512i d[3] = {d0, d1, d2};
+        top = _mm512_or_si512(top, d2);
         for (int s = 0; s < 3; ++s)  // byte i of (slice s, half h) is column 2i + h
           _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + (2 * s + h) * 64 + k / 2), _mm512_cvtepi32_epi8(d[s]));
       }
     }
+    two_slices[c] = _mm512_test_epi32_mask(top, top) == 0;
     // block 4c + L of group p = c / 4 (j = c % 4) goes to lane 4L + j
     const int64_t p = c / 4, j = c % 4;
     for (int L = 0; L < 4; ++L) corr[16 * p + 4 * L + j] = 12 * block_sum[L];
@@ -130,6 +154,7 @@ bool fp4_int_prepare(const double* x, int64_t in, void* scratch, Fp4IntActivatio
   a.slices = slices;
   a.exps = exps;
   a.corr = corr;
+  a.two_slices = two_slices;
   a.in = in;
   return true;
 }
@@ -154,9 +179,14 @@ __attribute__((target("avx512vbmi"))) bool fp4_int_row(const LinearWeight& w, co
       const __m512i wo = _mm512_permutexvar_epi8(_mm512_srli_epi16(raw, 4), table);
       const int8_t* xs = a.slices + q * kSliceBytes;
       const auto ld = [&](int s, int h) { return _mm512_load_si512(xs + (2 * s + h) * 64); };
-      __m512i t = _mm512_dpbusd_epi32(zero, we, ld(2, 0));
-      t = _mm512_slli_epi32(_mm512_dpbusd_epi32(t, wo, ld(2, 1)), 8);
-      t = _mm512_dpbusd_epi32(t, we, ld(1, 0));
+      __m512i t;
+      if (a.two_slices[q]) {  // x2 is zero: the same sum without its two products
+        t = _mm512_dpbusd_epi32(zero, we, ld(1, 0));
+      } else {
+        t = _mm512_dpbusd_epi32(zero, we, ld(2, 0));
+        t = _mm512_slli_epi32(_mm512_dpbusd_epi32(t, wo, ld(2, 1)), 8);
+        t = _mm512_dpbusd_epi32(t, we, ld(1, 0));
+      }
       t = _mm512_slli_epi32(_mm512_dpbusd_epi32(t, wo, ld(1, 1)), 8);
       t = _mm512_dpbusd_epi32(t, we, ld(0, 0));
       part[j] = _mm512_dpbusd_epi32(t, wo, ld(0, 1));
