@@ -147,6 +147,53 @@ TEST(Fp4IntRoute, ChunksWithoutTinyValuesSkipTheTopSliceWithTheCanonicalBits) {
   }
 }
 
+// Several activation rows share each weight chunk's decoding (fp4_int_rows), but each row keeps
+// its own exactness check: a row whose chunks lie 2^30 apart is refused, the others taken.
+TEST(Fp4IntRoute, RowsDecodedTogetherAreEachTakenOrRefusedByTheirOwnSpan) {
+  const int64_t in = 1024;
+  if (!route_available(in)) GTEST_SKIP() << "AVX-512 with VBMI not active";
+  std::mt19937 rng(31);
+  const Fp4Matrix m = random_matrix(24, in, 120, 4, rng);
+  const LinearWeight w = m.weight();
+  std::vector<std::vector<float>> xs;
+  for (int r = 0; r < 4; ++r) {
+    auto xq = r == 1 ? narrow_and_wide_chunks(in, rng) : quantized_activation(in, rng);
+    if (r == 2)
+      for (int64_t k = 512; k < in; ++k) xq[size_t(k)] = std::ldexp(xq[size_t(k)], -30);  // exact: a power of two
+    xs.push_back(xq);
+  }
+  std::vector<Prepared> prepared;
+  prepared.reserve(4);
+  for (const auto& xq : xs) prepared.emplace_back(xq);
+  for (int count = 1; count <= avx512::kFp4IntRows; ++count) {
+    const avx512::Fp4IntActivation* act[4];
+    std::vector<std::vector<float>> ys(4, std::vector<float>(size_t(w.out), -1.0f));
+    float* out[4];
+    for (int r = 0; r < count; ++r) {
+      ASSERT_TRUE(prepared[size_t(r)].ok);
+      act[r] = &prepared[size_t(r)].act;
+      out[r] = ys[size_t(r)].data();
+    }
+    for (int64_t n = 0; n < w.out; ++n) {
+      const unsigned taken = avx512::fp4_int_rows(w, act, count, n, out, true);
+      for (int r = 0; r < count; ++r) {
+        ASSERT_EQ(bool(taken >> r & 1), r != 2) << "count " << count << " row " << r << " out " << n;
+        if (r != 2) {
+          ASSERT_EQ(bits(ys[size_t(r)][size_t(n)]), bits(reference(w, xs[size_t(r)], n, true))) << "count " << count << " row " << r;
+        } else {
+          ASSERT_EQ(ys[size_t(r)][size_t(n)], -1.0f);  // untouched
+        }
+      }
+    }
+  }
+  std::vector<float> x4, y4(size_t(4 * w.out));
+  for (const auto& xq : xs) x4.insert(x4.end(), xq.begin(), xq.end());
+  linear(w, x4.data(), 4, y4.data(), true);  // the refused row through the fp64 decoder
+  for (int r = 0; r < 4; ++r)
+    for (int64_t n = 0; n < w.out; ++n)
+      ASSERT_EQ(bits(y4[size_t(r * w.out + n)]), bits(reference(w, xs[size_t(r)], n, true))) << "row " << r << " out " << n;
+}
+
 // Lane 0 of the canonical dot adds 2^a + 2^b - 2^a (columns 0, 32, 64: blocks 0, 1, 2): with
 // a - b = 60 the first addition rounds and the result is 0, not 2^b. The route must refuse that
 // row; at the span its condition allows (53 - 27 - log2(128 blocks) = 19) it must take the row.

@@ -46,4 +46,11 @@ bool fp4_int_prepare(const double* x, int64_t in, void* scratch, Fp4IntActivatio
 // untouched) when the row is outside the exactness condition.
 bool fp4_int_row(const LinearWeight& w, const Fp4IntActivation& a, int64_t n, float* y, bool rb);
 
+// The same for `count` (1 to kFp4IntRows) activation rows at once, each weight chunk decoded once
+// for all of them: y[r][n] for activation a[r]; returns the rows taken (bit r), the others
+// untouched.
+inline constexpr int kFp4IntRows = 4;
+unsigned fp4_int_rows(const LinearWeight& w, const Fp4IntActivation* const* a, int count, int64_t n, float* const* y,
+                      bool rb);
+
 }  // namespace strata::kernels::avx512

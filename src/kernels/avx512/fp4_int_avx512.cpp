@@ -159,56 +159,101 @@ bool fp4_int_prepare(const double* x, int64_t in, void* scratch, Fp4IntActivatio
   return true;
 }
 
-__attribute__((target("avx512vbmi"))) bool fp4_int_row(const LinearWeight& w, const Fp4IntActivation& a, int64_t n,
-                                                      float* y, bool rb) {
-  const int64_t in = a.in;
+namespace {
+
+// Weight row n against R activation rows: each 64-byte weight chunk loaded and decoded once for
+// all of them (its two vpermb and a shift; the block scales' too), every row's own byte
+// products, block sums and fp64 accumulators. Returns the rows taken (bit r): a row outside the
+// exactness condition is left untouched for the caller's fp64 path.
+template <int R>
+__attribute__((target("avx512vbmi"), always_inline)) inline unsigned rows_kernel(const LinearWeight& w,
+                                                                               const Fp4IntActivation* const* a,
+                                                                               int64_t n, float* const* y, bool rb) {
+  const int64_t in = a[0]->in;
   const auto* wr = static_cast<const uint8_t*>(w.data) + n * (in / 2);
   const uint8_t* sr = w.scale + n * (in / 32);
   const __m512i table = e2m1_offset_table(), zero = _mm512_setzero_si512();
   const __m128i block_order = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-  __m512d acc_lo = _mm512_setzero_pd(), acc_hi = _mm512_setzero_pd();
-  __m512i e_max = _mm512_set1_epi32(INT_MIN), e_min = _mm512_set1_epi32(INT_MAX);
+  __m512d acc_lo[R], acc_hi[R];
+  __m512i e_max[R], e_min[R];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+    acc_lo[r] = acc_hi[r] = _mm512_setzero_pd();
+    e_max[r] = _mm512_set1_epi32(INT_MIN);
+    e_min[r] = _mm512_set1_epi32(INT_MAX);
+  }
   __mmask16 huge_scale = 0;
   for (int64_t p = 0; p < in / 512; ++p) {
-    __m512i part[4];
+    __m512i part[R][4];
+#pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
       const int64_t q = 4 * p + j;
       _mm_prefetch(reinterpret_cast<const char*>(wr + 64 * q) + kPrefetchBytes, _MM_HINT_T0);
       const __m512i raw = _mm512_loadu_si512(wr + 64 * q);
       const __m512i we = _mm512_permutexvar_epi8(raw, table);
       const __m512i wo = _mm512_permutexvar_epi8(_mm512_srli_epi16(raw, 4), table);
-      const int8_t* xs = a.slices + q * kSliceBytes;
-      const auto ld = [&](int s, int h) { return _mm512_load_si512(xs + (2 * s + h) * 64); };
-      __m512i t;
-      if (a.two_slices[q]) {  // x2 is zero: the same sum without its two products
-        t = _mm512_dpbusd_epi32(zero, we, ld(1, 0));
-      } else {
-        t = _mm512_dpbusd_epi32(zero, we, ld(2, 0));
-        t = _mm512_slli_epi32(_mm512_dpbusd_epi32(t, wo, ld(2, 1)), 8);
-        t = _mm512_dpbusd_epi32(t, we, ld(1, 0));
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        const int8_t* xs = a[r]->slices + q * kSliceBytes;
+        const auto ld = [&](int sl, int h) { return _mm512_load_si512(xs + (2 * sl + h) * 64); };
+        __m512i t;
+        if (a[r]->two_slices[q]) {  // x2 is zero: the same sum without its two products
+          t = _mm512_dpbusd_epi32(zero, we, ld(1, 0));
+        } else {
+          t = _mm512_dpbusd_epi32(zero, we, ld(2, 0));
+          t = _mm512_slli_epi32(_mm512_dpbusd_epi32(t, wo, ld(2, 1)), 8);
+          t = _mm512_dpbusd_epi32(t, we, ld(1, 0));
+        }
+        t = _mm512_slli_epi32(_mm512_dpbusd_epi32(t, wo, ld(1, 1)), 8);
+        t = _mm512_dpbusd_epi32(t, we, ld(0, 0));
+        part[r][j] = _mm512_dpbusd_epi32(t, wo, ld(0, 1));
       }
-      t = _mm512_slli_epi32(_mm512_dpbusd_epi32(t, wo, ld(1, 1)), 8);
-      t = _mm512_dpbusd_epi32(t, we, ld(0, 0));
-      part[j] = _mm512_dpbusd_epi32(t, wo, ld(0, 1));
     }
-    const __m512i t01 = _mm512_add_epi32(_mm512_unpacklo_epi32(part[0], part[1]), _mm512_unpackhi_epi32(part[0], part[1]));
-    const __m512i t23 = _mm512_add_epi32(_mm512_unpacklo_epi32(part[2], part[3]), _mm512_unpackhi_epi32(part[2], part[3]));
-    __m512i sum = _mm512_add_epi32(_mm512_unpacklo_epi64(t01, t23), _mm512_unpackhi_epi64(t01, t23));
-    sum = _mm512_sub_epi32(sum, _mm512_load_si512(a.corr + 16 * p));
     const __m512i code = _mm512_cvtepu8_epi32(
         _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sr + 16 * p)), block_order));
-    const __m512i e = _mm512_add_epi32(code, _mm512_load_si512(a.exps + 16 * p));
-    e_max = _mm512_max_epi32(e_max, e);
-    e_min = _mm512_min_epi32(e_min, e);
     huge_scale |= _mm512_cmpgt_epi32_mask(code, _mm512_set1_epi32(kMaxScaleCode));
-    add_scaled(sum, e, acc_lo, acc_hi);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const __m512i* pr = part[r];
+      const __m512i t01 = _mm512_add_epi32(_mm512_unpacklo_epi32(pr[0], pr[1]), _mm512_unpackhi_epi32(pr[0], pr[1]));
+      const __m512i t23 = _mm512_add_epi32(_mm512_unpacklo_epi32(pr[2], pr[3]), _mm512_unpackhi_epi32(pr[2], pr[3]));
+      __m512i sum = _mm512_add_epi32(_mm512_unpacklo_epi64(t01, t23), _mm512_unpackhi_epi64(t01, t23));
+      sum = _mm512_sub_epi32(sum, _mm512_load_si512(a[r]->corr + 16 * p));
+      const __m512i e = _mm512_add_epi32(code, _mm512_load_si512(a[r]->exps + 16 * p));
+      e_max[r] = _mm512_max_epi32(e_max[r], e);
+      e_min[r] = _mm512_min_epi32(e_min[r], e);
+      add_scaled(sum, e, acc_lo[r], acc_hi[r]);
+    }
   }
+  if (huge_scale) return 0;
   const int span_limit = 53 - kBlockSumBits - ceil_log2(in / 32);
-  if (huge_scale) return false;
-  if (lane_max(e_max) + lane_max(_mm512_sub_epi32(_mm512_setzero_si512(), e_min)) > span_limit) return false;
-  const float v = float(_mm512_reduce_add_pd(_mm512_add_pd(acc_lo, acc_hi)));  // exact: any order
-  y[n] = rb ? round_bf16(v) : v;
-  return true;
+  unsigned taken = 0;
+  for (int r = 0; r < R; ++r) {
+    if (lane_max(e_max[r]) + lane_max(_mm512_sub_epi32(_mm512_setzero_si512(), e_min[r])) > span_limit) continue;
+    const float v = float(_mm512_reduce_add_pd(_mm512_add_pd(acc_lo[r], acc_hi[r])));  // exact: any order
+    y[r][n] = rb ? round_bf16(v) : v;
+    taken |= 1u << r;
+  }
+  return taken;
+}
+
+}  // namespace
+
+__attribute__((target("avx512vbmi"))) bool fp4_int_row(const LinearWeight& w, const Fp4IntActivation& a, int64_t n,
+                                                      float* y, bool rb) {
+  const Fp4IntActivation* act[1] = {&a};
+  float* out[1] = {y};
+  return rows_kernel<1>(w, act, n, out, rb) != 0;
+}
+
+__attribute__((target("avx512vbmi"))) unsigned fp4_int_rows(const LinearWeight& w, const Fp4IntActivation* const* a,
+                                                           int count, int64_t n, float* const* y, bool rb) {
+  switch (count) {
+    case 1: return rows_kernel<1>(w, a, n, y, rb);
+    case 2: return rows_kernel<2>(w, a, n, y, rb);
+    case 3: return rows_kernel<3>(w, a, n, y, rb);
+    default: return rows_kernel<4>(w, a, n, y, rb);
+  }
 }
 
 }  // namespace strata::kernels::avx512

@@ -652,6 +652,8 @@ void gemv_fp8(const LinearWeight& w, const double* x, int64_t rows, float* y, bo
 // a whole activation row not FP8-quantized. kIntRouteRows activation rows at a time, each weight
 // row read once per group and from L1 for the group's other rows: 3x the fp64 panel on a
 // flash-2l expert at 2 to 64 rows (its weight decoding and fp64 FMAs against byte products).
+// Within a group, kFp4IntRows rows share each weight chunk's decoding (fp4_int_rows: 16 rows
+// of an expert 40 -> 44-45 GMAC/s on one thread; 4 measured faster than 2 or 3 per call).
 void gemm_fp4_int(const LinearWeight& w, const double* x, int64_t rows, float* y, bool rb, int64_t nb, int64_t ne,
                   double* scratch) {
   Fp4IntActivation a[kIntRouteRows];
@@ -664,9 +666,23 @@ void gemm_fp4_int(const LinearWeight& w, const double* x, int64_t rows, float* y
       ok[r] = fp4_int_prepare(xg + r * w.in, w.in, scratch + r * (w.in / 2), a[r]);
       if (!ok[r]) gemv<Fp4Row>(w, xg + r * w.in, yg + r * w.out, rb, nb, ne);
     }
+    // the rows that take the route, kFp4IntRows at a time per weight row
+    int64_t taking[kIntRouteRows];
+    const Fp4IntActivation* act[kIntRouteRows];
+    float* out[kIntRouteRows];
+    int count = 0;
+    for (int64_t r = 0; r < g; ++r)
+      if (ok[r]) taking[count] = r, act[count] = &a[r], out[count] = yg + r * w.out, ++count;
     for (int64_t n = nb; n < ne; ++n)
-      for (int64_t r = 0; r < g; ++r)
-        if (ok[r] && !fp4_int_row(w, a[r], n, yg + r * w.out, rb)) gemv_block<Fp4Row, 1>(w, xg + r * w.in, yg + r * w.out, rb, n);
+      for (int i = 0; i < count; i += kFp4IntRows) {
+        const int c = std::min(kFp4IntRows, count - i);
+        const unsigned taken = fp4_int_rows(w, act + i, c, n, out + i, rb);
+        for (int k = 0; k < c; ++k)
+          if (!(taken >> k & 1)) {
+            const int64_t r = taking[i + k];
+            gemv_block<Fp4Row, 1>(w, xg + r * w.in, yg + r * w.out, rb, n);
+          }
+      }
   }
 }
 
