@@ -151,7 +151,6 @@ void moe_forward(const MoeWeights& w, const MoeSpec& s, const float* x, const in
     vector<float> wts, out;
   };
   vector<ExpertJob> jobs;
-  int64_t most_rows = 0;
   for (int64_t e = 0; e < s.experts; ++e) {
     ExpertJob j;
     j.e = e;
@@ -167,7 +166,6 @@ void moe_forward(const MoeWeights& w, const MoeSpec& s, const float* x, const in
       }
     }
     if (j.members.empty()) continue;
-    most_rows = std::max<int64_t>(most_rows, int64_t(j.members.size()));
     jobs.push_back(std::move(j));
   }
   const auto run_job = [&](ExpertJob& j) {
@@ -177,20 +175,26 @@ void moe_forward(const MoeWeights& w, const MoeSpec& s, const float* x, const in
     for (int64_t i = 0; i < n; ++i) std::copy_n(x + j.members[size_t(i)] * d, d, xin.data() + i * d);
     expert_forward(w.experts[size_t(j.e)], s, xin.data(), n, j.wts.data(), j.out.data());
   };
-  // Decode-sized work (every expert a few rows): whole experts per thread, each streaming its
-  // own weights with no hand-off between its three products (each product split over the
-  // threads cost a wake-up and a wait, ~270 of them a layer at 8 requests). Larger row counts:
-  // one expert at a time, its products split over the threads. The same bits either way (an
-  // expert's outputs do not depend on the thread that computes them); the sums below run in
-  // ascending expert id.
-  if (most_rows <= kExpertsPerThreadRows && jobs.size() > 1) {
+  // Experts of a few rows (every expert in decode, most in a short prefill): whole experts, one
+  // per thread, each streaming its own weights with no hand-off between its three products (each
+  // product split over the threads cost a wake-up and a wait, ~270 of them a layer at 8
+  // requests). Experts of more rows: one at a time, their products split over the threads (a
+  // 32-token prefill ran all its ~135 experts a layer this way whenever one had more than 4
+  // rows). The same bits either way (an expert's outputs do not depend on the thread that
+  // computes them); the sums below run in ascending expert id.
+  vector<ExpertJob*> few_rows;
+  for (auto& j : jobs) {
+    if (int64_t(j.members.size()) <= kExpertsPerThreadRows) few_rows.push_back(&j);
+    else run_job(j);
+  }
+  if (few_rows.size() == 1) {
+    run_job(*few_rows[0]);
+  } else if (few_rows.size() > 1) {
     // one expert at a time from a shared counter: 6 experts in fixed halves left a thread
     // waiting whenever its three were the slower ones
-    kernels::parallel_for_dynamic(int64_t(jobs.size()), 1, 1, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) run_job(jobs[size_t(i)]);
+    kernels::parallel_for_dynamic(int64_t(few_rows.size()), 1, 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) run_job(*few_rows[size_t(i)]);
     });
-  } else {
-    for (auto& j : jobs) run_job(j);
   }
   for (const auto& j : jobs)
     for (size_t i = 0; i < j.members.size(); ++i)
