@@ -16,7 +16,7 @@
 // Two slices where the third is zero. A chunk whose values are all integers in units of 2^(E+3)
 // too (no value below ~amax / 2^11: most chunks of a normalized activation) takes that unit:
 // its integers are below 2^15, its top slice x2 is zero, and its chunks skip x2's two vpdpbusd
-// and a shift (fp4_int_row reads a flag per chunk). The sums are the same integers either way.
+// and a shift (the kernel reads a flag per chunk). The sums are the same integers either way.
 #pragma GCC optimize("fp-contract=off")
 #include "kernels/avx512/fp4_int.h"
 

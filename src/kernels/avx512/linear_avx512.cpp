@@ -667,20 +667,19 @@ void gemm_fp4_int(const LinearWeight& w, const double* x, int64_t rows, float* y
       if (!ok[r]) gemv<Fp4Row>(w, xg + r * w.in, yg + r * w.out, rb, nb, ne);
     }
     // the rows that take the route, kFp4IntRows at a time per weight row
-    int64_t taking[kIntRouteRows];
     const Fp4IntActivation* act[kIntRouteRows];
     float* out[kIntRouteRows];
     int count = 0;
     for (int64_t r = 0; r < g; ++r)
-      if (ok[r]) taking[count] = r, act[count] = &a[r], out[count] = yg + r * w.out, ++count;
+      if (ok[r]) act[count] = &a[r], out[count] = yg + r * w.out, ++count;
     for (int64_t n = nb; n < ne; ++n)
       for (int i = 0; i < count; i += kFp4IntRows) {
         const int c = std::min(kFp4IntRows, count - i);
         const unsigned taken = fp4_int_rows(w, act + i, c, n, out + i, rb);
         for (int k = 0; k < c; ++k)
           if (!(taken >> k & 1)) {
-            const int64_t r = taking[i + k];
-            gemv_block<Fp4Row, 1>(w, xg + r * w.in, yg + r * w.out, rb, n);
+            const int64_t r = act[i + k] - a;  // its activation row in the group
+            gemv_block<Fp4Row, 1>(w, xg + r * w.in, out[i + k], rb, n);
           }
       }
   }
