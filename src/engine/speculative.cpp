@@ -4,6 +4,7 @@
 
 #include "cache/undo_log.h"
 #include "core/error.h"
+#include "engine/sampling_ops.h"
 #include "models/deepseek_v4/attention.h"
 
 namespace strata {
@@ -147,7 +148,7 @@ void MtpDrafter::draft_batch(std::vector<DraftJob>& jobs, int64_t vocab_limit) c
       Run& r = *who[b];
       const auto& logits = items[b].out;
       const auto end = logits.begin() + std::min<int64_t>(vocab_limit, int64_t(logits.size()));
-      r.tok = int64_t(std::max_element(logits.begin(), end) - logits.begin());  // ties: lowest id
+      r.tok = first_max_index(std::span<const float>(logits.data(), size_t(end - logits.begin())));  // ties: lowest id
       r.job->drafts.push_back(r.tok);
       r.h.swap(items[b].streams);
     }

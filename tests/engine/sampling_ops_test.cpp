@@ -37,6 +37,23 @@ TEST(Argmax, LowestIdWinsTies) {
   EXPECT_EQ(argmax(std::vector<float>{-1, -2, 7}), 2);
 }
 
+// The drafts' unchecked choice: std::max_element's position wherever no NaN is present (random
+// vectors of every length around the 16-lane body, with ties and -inf), NaN passed over.
+TEST(FirstMaxIndex, EqualsMaxElementWithoutNan) {
+  std::mt19937 rng(7);
+  for (size_t n = 1; n <= 70; ++n)
+    for (int trial = 0; trial < 20; ++trial) {
+      std::vector<float> v(n);
+      for (auto& x : v) x = float(int(rng() % 9) - 4);  // small range: many ties
+      if (trial % 3 == 0) v[rng() % n] = -kInf;
+      if (trial % 5 == 0) v[rng() % n] = kInf;
+      EXPECT_EQ(first_max_index(v), std::max_element(v.begin(), v.end()) - v.begin()) << n;
+    }
+  EXPECT_EQ(first_max_index(std::vector<float>{-kInf, -kInf}), 0);
+  EXPECT_EQ(first_max_index(std::vector<float>{std::nanf(""), 1, 3, std::nanf(""), 3}), 2);
+  EXPECT_EQ(first_max_index(std::vector<float>{std::nanf(""), std::nanf("")}), 0);
+}
+
 TEST(CheckedMax, RejectsNanInfAndAllMasked) {
   EXPECT_EQ(checked_max(std::vector<float>{-kInf, 2, 1}), 2.0f);
   EXPECT_THROW(checked_max(std::vector<float>{1, std::nanf(""), 2}), Error);
