@@ -98,8 +98,8 @@ void BM_Bf16IndexerHeads(benchmark::State& st) { run(st, WeightFormat::bf16, 64,
 }  // namespace
 
 BENCHMARK(BM_Fp4Expert)->Arg(1)->Arg(2)->Arg(4)->Arg(16)->Arg(128)->UseRealTime();
-BENCHMARK(BM_Fp4ExpertInt)->Arg(1)->Arg(2)->Arg(16)->UseRealTime();
-BENCHMARK(BM_Fp4ExpertIntL2)->Arg(1)->UseRealTime();
+BENCHMARK(BM_Fp4ExpertInt)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(16)->Arg(64)->UseRealTime();
+BENCHMARK(BM_Fp4ExpertIntL2)->Arg(1)->Arg(4)->UseRealTime();
 BENCHMARK(BM_Fp8Wqb)->Arg(1)->Arg(2)->Arg(4)->Arg(16)->Arg(128)->UseRealTime();
 BENCHMARK(BM_Fp8Wqa)->Arg(1)->UseRealTime();
 BENCHMARK(BM_Fp8WqaL2)->Arg(1)->Arg(4)->Arg(16)->Arg(32)->UseRealTime();

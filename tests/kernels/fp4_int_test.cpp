@@ -194,6 +194,40 @@ TEST(Fp4IntRoute, RowsDecodedTogetherAreEachTakenOrRefusedByTheirOwnSpan) {
       ASSERT_EQ(bits(y4[size_t(r * w.out + n)]), bits(reference(w, xs[size_t(r)], n, true))) << "row " << r << " out " << n;
 }
 
+// The span check first bounds a row's span by the weight row's scale-code span plus the
+// activation's exponent span, and takes the true span (code + exponent per block) only where
+// that bound exceeds the limit. Weight scales 15 codes higher in the second half of each row and
+// an activation 2^-15 smaller there: each span alone is 15 + the data's own, the sum's exceeds
+// the limit (53 - 27 - log2(32 blocks) = 21), the true span does not, and the row must be taken
+// with the canonical bits; with the activation 2^+15 larger there instead, the true span is ~30
+// and the row must be refused.
+TEST(Fp4IntRoute, SpansOfWeightAndActivationThatCancelAreTaken) {
+  const int64_t in = 1024;
+  if (!route_available(in)) GTEST_SKIP() << "AVX-512 with VBMI not active";
+  std::mt19937 rng(41);
+  Fp4Matrix m = random_matrix(16, in, 118, 2, rng);
+  for (int64_t n = 0; n < m.out; ++n)
+    for (int64_t b = in / 64; b < in / 32; ++b) m.scales[size_t(n * (in / 32) + b)] += 15;
+  const LinearWeight w = m.weight();
+  std::uniform_real_distribution<float> u(0.5f, 1.0f);
+  for (int sign : {-1, 1}) {
+    std::vector<float> x(static_cast<size_t>(in)), xq(static_cast<size_t>(in));
+    for (int64_t k = 0; k < in; ++k)
+      x[size_t(k)] = std::ldexp(u(rng) * (rng() % 2 ? 1.0f : -1.0f), k < in / 2 ? 0 : sign * 15);
+    quant_fp8(x.data(), in, kActBlock, xq.data());
+    Prepared p(xq);
+    ASSERT_TRUE(p.ok);
+    ASSERT_GE(p.act.exp_max - p.act.exp_min, 15);
+    std::vector<float> y(static_cast<size_t>(w.out), -1.0f);
+    for (int64_t n = 0; n < w.out; ++n) {
+      const bool taken = avx512::fp4_int_row(w, p.act, n, y.data(), false);
+      ASSERT_EQ(taken, sign < 0) << "out " << n;
+      if (taken) ASSERT_EQ(bits(y[size_t(n)]), bits(reference(w, xq, n, false))) << "out " << n;
+      else ASSERT_EQ(y[size_t(n)], -1.0f);
+    }
+  }
+}
+
 // Lane 0 of the canonical dot adds 2^a + 2^b - 2^a (columns 0, 32, 64: blocks 0, 1, 2): with
 // a - b = 60 the first addition rounds and the result is 0, not 2^b. The route must refuse that
 // row; at the span its condition allows (53 - 27 - log2(128 blocks) = 19) it must take the row.

@@ -29,6 +29,7 @@ struct Fp4IntActivation {
   const int32_t* corr = nullptr;   // per block, same order: 12 × Σ of the block's integers
   const uint8_t* two_slices = nullptr;  // per 128 columns: 1 where the top slice x2 is all zero
   int64_t in = 0;
+  int32_t exp_min = 0, exp_max = 0;  // the least and greatest of exps: bounds on a row's span
 };
 
 // Bytes of 64-byte-aligned scratch that fp4_int_prepare needs for `in` columns.

@@ -22,6 +22,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 
@@ -151,6 +152,9 @@ bool fp4_int_prepare(const double* x, int64_t in, void* scratch, Fp4IntActivatio
       for (int jj = 0; jj < 4; ++jj)
         for (int L = 0; L < 4; ++L) exps[16 * p + 4 * L + jj] = chunk_e[jj] - 128;
   }
+  a.exp_min = INT_MAX;
+  a.exp_max = INT_MIN;
+  for (int64_t b = 0; b < in / 32; ++b) a.exp_min = std::min(a.exp_min, exps[b]), a.exp_max = std::max(a.exp_max, exps[b]);
   a.slices = slices;
   a.exps = exps;
   a.corr = corr;
@@ -161,10 +165,35 @@ bool fp4_int_prepare(const double* x, int64_t in, void* scratch, Fp4IntActivatio
 
 namespace {
 
+// The exponent span of row n's block products with activation a: max - min of code_b + E_b.
+// Taken only where the bound below (the row's code span plus the activation's) exceeds the limit.
+int exact_span(const uint8_t* sr, const Fp4IntActivation& a, int64_t in) {
+  const __m128i block_order = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  __m512i e_max = _mm512_set1_epi32(INT_MIN), e_min = _mm512_set1_epi32(INT_MAX);
+  for (int64_t p = 0; p < in / 512; ++p) {
+    const __m512i code = _mm512_cvtepu8_epi32(
+        _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sr + 16 * p)), block_order));
+    const __m512i e = _mm512_add_epi32(code, _mm512_load_si512(a.exps + 16 * p));
+    e_max = _mm512_max_epi32(e_max, e);
+    e_min = _mm512_min_epi32(e_min, e);
+  }
+  alignas(64) int32_t hi[16], lo[16];  // (a rare path: a store and a scalar reduction will do)
+  _mm512_store_si512(hi, e_max);
+  _mm512_store_si512(lo, e_min);
+  return *std::max_element(hi, hi + 16) - *std::min_element(lo, lo + 16);
+}
+
 // Weight row n against R activation rows: each 64-byte weight chunk loaded and decoded once for
 // all of them (its two vpermb and a shift; the block scales' too), every row's own byte
-// products, block sums and fp64 accumulators. Returns the rows taken (bit r): a row outside the
+// products, block sums and fp64 accumulator. Returns the rows taken (bit r): a row outside the
 // exactness condition is left untouched for the caller's fp64 path.
+//
+// Per activation row the loop keeps one accumulator and the four chunks' sums, so that 4 rows
+// stay in registers (with a low and a high accumulator and the exponent span tracked per row,
+// GCC kept 16 vectors of state on the stack: 128 spill loads and stores a 512-column step). The
+// span check uses the row's scale-code span plus the activation's exponent span, an upper bound
+// of the true span; only a row that bound refuses has its true span taken (exact_span), so the
+// rows taken are the same as with the exact span throughout.
 template <int R>
 __attribute__((target("avx512vbmi"), always_inline)) inline unsigned rows_kernel(const LinearWeight& w,
                                                                                const Fp4IntActivation* const* a,
@@ -174,15 +203,10 @@ __attribute__((target("avx512vbmi"), always_inline)) inline unsigned rows_kernel
   const uint8_t* sr = w.scale + n * (in / 32);
   const __m512i table = e2m1_offset_table(), zero = _mm512_setzero_si512();
   const __m128i block_order = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-  __m512d acc_lo[R], acc_hi[R];
-  __m512i e_max[R], e_min[R];
+  __m512d acc[R];
 #pragma GCC unroll 4
-  for (int r = 0; r < R; ++r) {
-    acc_lo[r] = acc_hi[r] = _mm512_setzero_pd();
-    e_max[r] = _mm512_set1_epi32(INT_MIN);
-    e_min[r] = _mm512_set1_epi32(INT_MAX);
-  }
-  __mmask16 huge_scale = 0;
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_pd();
+  __m512i code_max = _mm512_setzero_si512(), code_min = _mm512_set1_epi32(255);
   for (int64_t p = 0; p < in / 512; ++p) {
     __m512i part[R][4];
 #pragma GCC unroll 4
@@ -211,7 +235,8 @@ __attribute__((target("avx512vbmi"), always_inline)) inline unsigned rows_kernel
     }
     const __m512i code = _mm512_cvtepu8_epi32(
         _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sr + 16 * p)), block_order));
-    huge_scale |= _mm512_cmpgt_epi32_mask(code, _mm512_set1_epi32(kMaxScaleCode));
+    code_max = _mm512_max_epi32(code_max, code);
+    code_min = _mm512_min_epi32(code_min, code);
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const __m512i* pr = part[r];
@@ -219,18 +244,17 @@ __attribute__((target("avx512vbmi"), always_inline)) inline unsigned rows_kernel
       const __m512i t23 = _mm512_add_epi32(_mm512_unpacklo_epi32(pr[2], pr[3]), _mm512_unpackhi_epi32(pr[2], pr[3]));
       __m512i sum = _mm512_add_epi32(_mm512_unpacklo_epi64(t01, t23), _mm512_unpackhi_epi64(t01, t23));
       sum = _mm512_sub_epi32(sum, _mm512_load_si512(a[r]->corr + 16 * p));
-      const __m512i e = _mm512_add_epi32(code, _mm512_load_si512(a[r]->exps + 16 * p));
-      e_max[r] = _mm512_max_epi32(e_max[r], e);
-      e_min[r] = _mm512_min_epi32(e_min[r], e);
-      add_scaled(sum, e, acc_lo[r], acc_hi[r]);
+      add_scaled(sum, _mm512_add_epi32(code, _mm512_load_si512(a[r]->exps + 16 * p)), acc[r]);
     }
   }
-  if (huge_scale) return 0;
+  const int c_max = lane_max(code_max), c_min = -lane_max(_mm512_sub_epi32(zero, code_min));
+  if (c_max > kMaxScaleCode) return 0;
   const int span_limit = 53 - kBlockSumBits - ceil_log2(in / 32);
   unsigned taken = 0;
   for (int r = 0; r < R; ++r) {
-    if (lane_max(e_max[r]) + lane_max(_mm512_sub_epi32(_mm512_setzero_si512(), e_min[r])) > span_limit) continue;
-    const float v = float(_mm512_reduce_add_pd(_mm512_add_pd(acc_lo[r], acc_hi[r])));  // exact: any order
+    if ((c_max + a[r]->exp_max) - (c_min + a[r]->exp_min) > span_limit && exact_span(sr, *a[r], in) > span_limit)
+      continue;
+    const float v = float(_mm512_reduce_add_pd(acc[r]));  // exact: any order
     y[r][n] = rb ? round_bf16(v) : v;
     taken |= 1u << r;
   }

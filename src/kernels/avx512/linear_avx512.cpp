@@ -649,11 +649,12 @@ void gemv_fp8(const LinearWeight& w, const double* x, int64_t rows, float* y, bo
 
 // FP4, any number of activation rows: the exact integer route (fp4_int.h) per (weight row,
 // activation row) that meets its condition, the fp64 decoder per output for the rest, and for
-// a whole activation row not FP8-quantized. kIntRouteRows activation rows at a time, each weight
-// row read once per group and from L1 for the group's other rows: 3x the fp64 panel on a
-// flash-2l expert at 2 to 64 rows (its weight decoding and fp64 FMAs against byte products).
-// Within a group, kFp4IntRows rows share each weight chunk's decoding (fp4_int_rows: 16 rows
-// of an expert 40 -> 44-45 GMAC/s on one thread; 4 measured faster than 2 or 3 per call).
+// a whole activation row not FP8-quantized. kIntRouteRows activation rows at a time (the
+// scratch for their byte slices): 3x the fp64 panel on a flash-2l expert at 2 to 64 rows (its
+// weight decoding and fp64 FMAs against byte products). Within a group, kFp4IntRows rows share
+// each weight chunk's decoding (fp4_int_rows: 16 rows of an expert 40 -> 44-45 GMAC/s on one
+// thread; 4 measured faster than 2 or 3 per call, and again with the sets' order below: 2, 3
+// and 4 rows 64, 66, 66 GMAC/s).
 void gemm_fp4_int(const LinearWeight& w, const double* x, int64_t rows, float* y, bool rb, int64_t nb, int64_t ne,
                   double* scratch) {
   Fp4IntActivation a[kIntRouteRows];
@@ -672,9 +673,14 @@ void gemm_fp4_int(const LinearWeight& w, const double* x, int64_t rows, float* y
     int count = 0;
     for (int64_t r = 0; r < g; ++r)
       if (ok[r]) act[count] = &a[r], out[count] = yg + r * w.out, ++count;
-    for (int64_t n = nb; n < ne; ++n)
-      for (int i = 0; i < count; i += kFp4IntRows) {
-        const int c = std::min(kFp4IntRows, count - i);
+    // Each set of kFp4IntRows rows passes over all the weight rows before the next: its byte
+    // slices (4 rows: ~32 KB) stay in L1 while the weights stream by. Weight row by weight row
+    // with every set's rows in turn (16 rows: 196 KB of slices), the slices came from L2 for
+    // every weight row and bounded the route (one thread, 16 rows of a flash-2l expert: 47 ->
+    // 66 GMAC/s; the weights, read once per set, are ~5 GB/s of it).
+    for (int i = 0; i < count; i += kFp4IntRows) {
+      const int c = std::min(kFp4IntRows, count - i);
+      for (int64_t n = nb; n < ne; ++n) {
         const unsigned taken = fp4_int_rows(w, act + i, c, n, out + i, rb);
         for (int k = 0; k < c; ++k)
           if (!(taken >> k & 1)) {
@@ -682,6 +688,7 @@ void gemm_fp4_int(const LinearWeight& w, const double* x, int64_t rows, float* y
             gemv_block<Fp4Row, 1>(w, xg + r * w.in, out[i + k], rb, n);
           }
       }
+    }
   }
 }
 
