@@ -12,11 +12,15 @@
 namespace strata::dsv4 {
 
 namespace {
-// mixes[i] = (fn_i · x) · rsqrt(mean(x²) + eps) over the flattened hc·dim state
+// mixes[i] = (fn_i · x) · rsqrt(mean(x²) + eps) over the flattened hc·dim state. The mixes are
+// split over the threads (each whole on one: the same bits): a decode step ran its 24 dots of
+// 16 384 on the calling thread while the others waited.
 void mixes_of(const HcWeights& w, const HcSpec& s, const float* x, int64_t n_mix, float* mixes) {
   const int64_t n = s.hc * s.dim;
   const float r = kernels::rms_scale(x, n, s.norm_eps);
-  for (int64_t i = 0; i < n_mix; ++i) mixes[i] = kernels::dot(w.fn + i * n, x, n) * r;
+  kernels::parallel_for(n_mix, 4, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) mixes[i] = kernels::dot(w.fn + i * n, x, n) * r;
+  });
 }
 void weighted_streams(const HcSpec& s, const float* pre, const float* x, float* y) {
   for (int64_t c = 0; c < s.dim; ++c) {
