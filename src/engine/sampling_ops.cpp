@@ -19,9 +19,16 @@ constexpr size_t kHeapTopK = 1024;
 
 }  // namespace
 
-float checked_max(std::span<const float> logits) {
-  // Independent lanes so that the compiler can vectorize: `x > m ? x : m` is exactly maxps,
-  // and a lane's result does not depend on the order of the others.
+namespace {
+
+// The largest logit (NaN passed over, -inf for none) and whether any is NaN or +inf, in one pass.
+// Independent lanes so that the compiler can vectorize: `x > m ? x : m` is exactly maxps, and a
+// lane's result does not depend on the order of the others.
+struct MaxScan {
+  float best;
+  bool bad;
+};
+MaxScan scan_max(std::span<const float> logits) {
   constexpr size_t kLanes = 16;
   float m[kLanes];
   uint32_t bad[kLanes] = {};
@@ -38,15 +45,21 @@ float checked_max(std::span<const float> logits) {
     m[0] = v[i] > m[0] ? v[i] : m[0];
     bad[0] |= !(v[i] < kInf);
   }
-  float best = -kInf;
-  uint32_t any_bad = 0;
+  MaxScan r{-kInf, false};
   for (size_t j = 0; j < kLanes; ++j) {
-    best = std::max(best, m[j]);
-    any_bad |= bad[j];
+    r.best = std::max(r.best, m[j]);
+    r.bad = r.bad || bad[j];
   }
-  if (any_bad) throw Error("logits contain NaN or +inf");
-  if (best == -kInf) throw Error("every token is masked (all logits are -inf)");
-  return best;
+  return r;
+}
+
+}  // namespace
+
+float checked_max(std::span<const float> logits) {
+  const MaxScan s = scan_max(logits);
+  if (s.bad) throw Error("logits contain NaN or +inf");
+  if (s.best == -kInf) throw Error("every token is masked (all logits are -inf)");
+  return s.best;
 }
 
 int32_t argmax(std::span<const float> logits) {
@@ -56,15 +69,7 @@ int32_t argmax(std::span<const float> logits) {
 }
 
 int64_t first_max_index(std::span<const float> logits) {
-  constexpr size_t kLanes = 16;
-  float m[kLanes];
-  std::fill(m, m + kLanes, -kInf);
-  const size_t n = logits.size(), body = n - n % kLanes;
-  const float* v = logits.data();
-  for (size_t i = 0; i < body; i += kLanes)
-    for (size_t j = 0; j < kLanes; ++j) m[j] = v[i + j] > m[j] ? v[i + j] : m[j];
-  for (size_t i = body; i < n; ++i) m[0] = v[i] > m[0] ? v[i] : m[0];
-  const float best = *std::max_element(m, m + kLanes);
+  const float best = scan_max(logits).best;
   const auto it = std::find(logits.begin(), logits.end(), best);
   return it == logits.end() ? 0 : int64_t(it - logits.begin());
 }

@@ -165,15 +165,19 @@ bool fp4_int_prepare(const double* x, int64_t in, void* scratch, Fp4IntActivatio
 
 namespace {
 
+// The e8m0 scale codes of 512-column step p of a weight row (16 blocks), in the kernel's block
+// order (block 16p + 4j + L in lane 4L + j), as int32.
+inline __m512i block_codes(const uint8_t* sr, int64_t p) {
+  const __m128i block_order = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  return _mm512_cvtepu8_epi32(_mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sr + 16 * p)), block_order));
+}
+
 // The exponent span of row n's block products with activation a: max - min of code_b + E_b.
 // Taken only where the bound below (the row's code span plus the activation's) exceeds the limit.
 int exact_span(const uint8_t* sr, const Fp4IntActivation& a, int64_t in) {
-  const __m128i block_order = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
   __m512i e_max = _mm512_set1_epi32(INT_MIN), e_min = _mm512_set1_epi32(INT_MAX);
   for (int64_t p = 0; p < in / 512; ++p) {
-    const __m512i code = _mm512_cvtepu8_epi32(
-        _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sr + 16 * p)), block_order));
-    const __m512i e = _mm512_add_epi32(code, _mm512_load_si512(a.exps + 16 * p));
+    const __m512i e = _mm512_add_epi32(block_codes(sr, p), _mm512_load_si512(a.exps + 16 * p));
     e_max = _mm512_max_epi32(e_max, e);
     e_min = _mm512_min_epi32(e_min, e);
   }
@@ -202,7 +206,6 @@ __attribute__((target("avx512vbmi"), always_inline)) inline unsigned rows_kernel
   const auto* wr = static_cast<const uint8_t*>(w.data) + n * (in / 2);
   const uint8_t* sr = w.scale + n * (in / 32);
   const __m512i table = e2m1_offset_table(), zero = _mm512_setzero_si512();
-  const __m128i block_order = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
   __m512d acc[R];
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_pd();
@@ -233,8 +236,7 @@ __attribute__((target("avx512vbmi"), always_inline)) inline unsigned rows_kernel
         part[r][j] = _mm512_dpbusd_epi32(t, wo, ld(0, 1));
       }
     }
-    const __m512i code = _mm512_cvtepu8_epi32(
-        _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sr + 16 * p)), block_order));
+    const __m512i code = block_codes(sr, p);
     code_max = _mm512_max_epi32(code_max, code);
     code_min = _mm512_min_epi32(code_min, code);
 #pragma GCC unroll 4

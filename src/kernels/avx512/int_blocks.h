@@ -32,14 +32,9 @@ inline void add_scaled(__m512i sum, __m512i e, __m512d& lo, __m512d& hi) {
   hi = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(sum, 1)), p_hi, hi);
 }
 
-// acc += sum[0..16) · 2^e[0..16), both halves into one accumulator: where the sums and their
-// additions are exact (the integer routes' condition) the order of the additions is free.
-inline void add_scaled(__m512i sum, __m512i e, __m512d& acc) {
-  const __m512i bits = _mm512_add_epi32(e, _mm512_set1_epi32(1023));
-  const __m512d p_lo = _mm512_castsi512_pd(_mm512_slli_epi64(_mm512_cvtepi32_epi64(_mm512_castsi512_si256(bits)), 52));
-  const __m512d p_hi = _mm512_castsi512_pd(_mm512_slli_epi64(_mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(bits, 1)), 52));
-  acc = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(sum)), p_lo, acc);
-  acc = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(sum, 1)), p_hi, acc);
-}
+// acc += sum[0..16) · 2^e[0..16): both halves into one accumulator (the two references above
+// the same vector, added in turn). Where the sums and their additions are exact (the integer
+// routes' condition) the order of the additions is free.
+inline void add_scaled(__m512i sum, __m512i e, __m512d& acc) { add_scaled(sum, e, acc, acc); }
 
 }  // namespace strata::kernels::avx512

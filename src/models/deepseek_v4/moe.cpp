@@ -187,15 +187,11 @@ void moe_forward(const MoeWeights& w, const MoeSpec& s, const float* x, const in
     if (int64_t(j.members.size()) <= kExpertsPerThreadRows) few_rows.push_back(&j);
     else run_job(j);
   }
-  if (few_rows.size() == 1) {
-    run_job(*few_rows[0]);
-  } else if (few_rows.size() > 1) {
-    // one expert at a time from a shared counter: 6 experts in fixed halves left a thread
-    // waiting whenever its three were the slower ones
-    kernels::parallel_for_dynamic(int64_t(few_rows.size()), 1, 1, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) run_job(*few_rows[size_t(i)]);
-    });
-  }
+  // one expert at a time from a shared counter (6 experts in fixed halves left a thread waiting
+  // whenever its three were the slower ones); a single expert runs inline
+  kernels::parallel_for_dynamic(int64_t(few_rows.size()), 1, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) run_job(*few_rows[size_t(i)]);
+  });
   for (const auto& j : jobs)
     for (size_t i = 0; i < j.members.size(); ++i)
       for (int64_t c = 0; c < d; ++c) y[size_t(j.members[i] * d + c)] += j.out[i * size_t(d) + size_t(c)];
