@@ -90,6 +90,7 @@ void BM_Fp8Wqb(benchmark::State& st) { run(st, WeightFormat::fp8, 32768, 1024); 
 void BM_Fp8Wqa(benchmark::State& st) { run(st, WeightFormat::fp8, 1024, 4096); }
 void BM_Fp8WqaL2(benchmark::State& st) { run(st, WeightFormat::fp8, 128, 4096, false, true); }
 void BM_Bf16Head(benchmark::State& st) { run(st, WeightFormat::bf16, 16384, 4096); }
+void BM_Bf16HeadL2(benchmark::State& st) { run(st, WeightFormat::bf16, 64, 4096, false, true); }
 // Few outputs over many activation rows: mHC's 24 mixes of the flattened streams (f32, hc·d
 // wide) and the indexer's head weights (bf16, 64 outputs), as a prefill runs them.
 void BM_F32HcMix(benchmark::State& st) { run(st, WeightFormat::f32, 24, 16384); }
@@ -104,6 +105,7 @@ BENCHMARK(BM_Fp8Wqb)->Arg(1)->Arg(2)->Arg(3)->Arg(4)->Arg(16)->Arg(128)->UseReal
 BENCHMARK(BM_Fp8Wqa)->Arg(1)->Arg(2)->Arg(3)->Arg(4)->UseRealTime();
 BENCHMARK(BM_Fp8WqaL2)->Arg(1)->Arg(4)->Arg(16)->Arg(32)->UseRealTime();
 BENCHMARK(BM_Bf16Head)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(16)->Arg(32)->Arg(128)->UseRealTime();
+BENCHMARK(BM_Bf16HeadL2)->Arg(1)->Arg(4)->UseRealTime();
 BENCHMARK(BM_F32HcMix)->Arg(4)->Arg(64)->Arg(512)->UseRealTime();
 BENCHMARK(BM_Bf16IndexerHeads)->Arg(64)->Arg(512)->UseRealTime();
 

@@ -42,7 +42,7 @@ DequantFn dequant_fn(Isa isa);
 
 // The fused AVX-512 products (avx512/linear_avx512.cpp), bit-identical to dequant_row + dot:
 // outputs [nb, ne) of y[rows, out] from the activation already quantized, widened to fp64
-// (x: rows × in doubles) and as the same fp32 values (xf: the panel GEMM reads these, half the
+// (x: rows × in doubles, by widen_activation) and as the same fp32 values (xf: the panel GEMM reads these, half the
 // bytes). panel: linear_panel_doubles(in, rows) doubles of 64-byte-aligned scratch.
 namespace avx512 {
 bool linear_supported(const LinearWeight& w);
@@ -63,6 +63,10 @@ inline int64_t linear_panel_doubles(int64_t in, int64_t rows) {
   const int64_t scaled = rows <= kGemvRowsLimit ? rows * in + kDirectBand * 16 * ((rows + 3) / 4 * 4) : 0;
   return std::max({panel, scaled, std::min(rows, kIntRouteRows) * (in / 2)});
 }
+// x for linear_range: the activation (rows × in) widened to fp64 in the order its route reads it
+// — column order, but for bf16 at one row each 16 columns' even ones first, then the odd ones
+// (that GEMV's lanes take them so; the lane sums go back to the canonical order before the fold).
+void widen_activation(const LinearWeight& w, const float* x, int64_t rows, double* x64);
 void linear_range(const LinearWeight& w, const double* x, const float* xf, int64_t rows, float* y, bool round_bf16,
                   int64_t nb, int64_t ne, double* panel);
 // Which kernel linear_range runs for `rows` activation rows. Only the panel GEMM reads the

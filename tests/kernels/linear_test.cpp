@@ -444,7 +444,7 @@ TEST(Linear, LaneSumsFoldInTheCanonicalTree) {
   const float values[] = {0x1p52f, -0x1p52f, 0x1p26f, -0x1p26f, 1.0f, -1.0f, 0x1p-20f, -0x1p-20f, 0.0f};
   const int64_t out = 203;
   // f32 over one 16-column step; bf16 over two and four 32-column steps (its one-row kernel
-  // keeps the lanes permuted and must put them back before the fold)
+  // keeps the lanes paired and must put them back before the fold)
   for (const auto& [format, in] : {std::pair{WeightFormat::f32, int64_t(16)}, std::pair{WeightFormat::bf16, int64_t(64)},
                                   std::pair{WeightFormat::bf16, int64_t(128)}}) {
     std::vector<float> wv(size_t(out * in));
@@ -452,7 +452,7 @@ TEST(Linear, LaneSumsFoldInTheCanonicalTree) {
     for (size_t i = 0; i < wv.size(); ++i) wv[i] = values[rng() % 9], wb[i] = f32_to_bf16(wv[i]);
     const LinearWeight w{format, format == WeightFormat::f32 ? static_cast<const void*>(wv.data()) : wb.data(), nullptr, out, in};
     int told_apart = 0;
-    for (int64_t rows : {1, 2, 17}) {
+    for (int64_t rows : {1, 2, 3, 4, 17}) {
       std::vector<float> x(size_t(rows * in)), y(size_t(rows * out));
       for (auto& v : x) v = (rng() & 1) ? 1.0f : -1.0f;  // products stay exact
       linear(w, x.data(), rows, y.data(), false);
@@ -486,7 +486,8 @@ TEST(Linear, PanelGroupsAndRowPassesGiveTheReferenceBits) {
   for (int64_t rows : {2, 5, 131, 301}) {
     std::vector<float> x(size_t(rows * in));
     for (auto& v : x) v = std::ldexp(u(rng), int(rng() % 30) - 15);
-    std::vector<double> xd(x.begin(), x.end());
+    std::vector<double> xd(x.size());
+    avx512::widen_activation(w, x.data(), rows, xd.data());
     AlignedBuffer<double> panel(size_t(avx512::linear_panel_doubles(in, rows)));
     for (int64_t nb : {int64_t(0), int64_t(7)})
       for (int64_t len = 1; len <= 13; ++len) {

@@ -69,6 +69,39 @@ struct Bf16Row {
   }
 };
 
+// bf16 for the one-row GEMV, without a widening shuffle: 16 bf16 (32 bytes) are 8 dwords whose low
+// halves (even columns) become fp32 by a shift left 16 and whose high halves (odd columns) are
+// fp32 already once the low half is masked off; one conversion each to fp64. lo then holds the
+// even columns k, k+2, ..., k+14 and hi the odd ones, so x must come in that order
+// (widen_activation) and the lane sums go back to the canonical order before the fold
+// (kPairedLanes: lo lane j is canonical lane 2j, hi lane j lane 2j + 1). Each lane still sums its
+// own columns in order: the same bits as Bf16Row. Per 16 weights: a shift, a mask and two
+// conversions, against a widening shuffle, a shift, an extract and two conversions. For one
+// activation row (BM_Bf16HeadL2/1, one thread: 17.6-18 -> 20.5-21 GMAC/s; from memory with two
+// threads the same ~60 GB/s, the memory's bound, and +7-9% while another process held a CPU);
+// at 4 rows it was 2-4% slower from L2 (the FMAs bound there), so 2-4 rows keep Bf16Row.
+struct Bf16PairRow {
+  static constexpr int kBlock = 64;
+  static constexpr int64_t kBlockBytes = 128;
+  static constexpr bool kPairedLanes = true;
+  const uint16_t* p = nullptr;
+  Bf16PairRow() = default;
+  Bf16PairRow(const LinearWeight& w, int64_t r) : p(static_cast<const uint16_t*>(w.data) + r * w.in) {}
+  const void* at(int64_t k) const { return p + k; }
+  void begin(int64_t) {}
+  void get(int64_t k, int, __m512d& lo, __m512d& hi) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + k));
+    lo = _mm512_cvtps_pd(_mm256_castsi256_ps(_mm256_slli_epi32(v, 16)));
+    hi = _mm512_cvtps_pd(_mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32(int32_t(0xFFFF0000u)))));
+  }
+};
+
+template <class Row>
+constexpr bool paired_lanes() {
+  if constexpr (requires { Row::kPairedLanes; }) return Row::kPairedLanes;
+  return false;
+}
+
 // One FP8 weight row and its 128-row band's block scales (one per 128 columns): what every FP8
 // panel decoder walks.
 struct Fp8RowBase {
@@ -161,6 +194,17 @@ inline float finish(__m512d lo, __m512d hi, bool rb) {
   return rb ? round_bf16(v) : v;
 }
 
+// A GEMV's lane sums to the output: Rows with paired lanes hold canonical lanes 0, 2, ..., 14 in
+// lo and 1, 3, ..., 15 in hi, put back in order first.
+template <class Row>
+inline float finish_row(__m512d lo, __m512d hi, bool rb) {
+  if constexpr (paired_lanes<Row>()) {
+    const __m512i first = _mm512_set_epi64(11, 3, 10, 2, 9, 1, 8, 0), second = _mm512_set_epi64(15, 7, 14, 6, 13, 5, 12, 4);
+    return finish(_mm512_permutex2var_pd(lo, first, hi), _mm512_permutex2var_pd(lo, second, hi), rb);
+  }
+  return finish(lo, hi, rb);
+}
+
 // A GEMV reads each weight once, as NW (4) streams per thread; the hardware prefetcher alone
 // left the bf16 head at ~31 GB/s of the machine's ~46. Software prefetches 1 KB ahead of each
 // stream, one per cache line: the head 34.8 -> 27.6 ms (median of 6 alternating runs, flash-2l's
@@ -209,7 +253,7 @@ void gemv_block(const LinearWeight& w, const double* x, float* y, bool rb, int64
     for (int i = 0; i < NW; ++i) row[i].begin(whole);
     for (int64_t k = whole; k < w.in; k += 16) step(k, int((k - whole) / 16));
   }
-  for (int i = 0; i < NW; ++i) y[n + i] = finish(lo[i], hi[i], rb);
+  for (int i = 0; i < NW; ++i) y[n + i] = finish_row<Row>(lo[i], hi[i], rb);
 }
 
 template <class Row>
@@ -271,10 +315,10 @@ void gemv_multi_block(const LinearWeight& w, const double* x, float* y, bool rb,
     for (int64_t k = whole; k < in; k += 16) step(k, int((k - whole) / 16));
   }
   for (int i = 0; i < NW; ++i) {
-    y[n + i] = finish(l0[i], h0[i], rb);
-    y[w.out + n + i] = finish(l1[i], h1[i], rb);
-    if constexpr (NR > 2) y[2 * w.out + n + i] = finish(l2[i], h2[i], rb);
-    if constexpr (NR > 3) y[3 * w.out + n + i] = finish(l3[i], h3[i], rb);
+    y[n + i] = finish_row<Row>(l0[i], h0[i], rb);
+    y[w.out + n + i] = finish_row<Row>(l1[i], h1[i], rb);
+    if constexpr (NR > 2) y[2 * w.out + n + i] = finish_row<Row>(l2[i], h2[i], rb);
+    if constexpr (NR > 3) y[3 * w.out + n + i] = finish_row<Row>(l3[i], h3[i], rb);
   }
 }
 
@@ -827,7 +871,10 @@ void run(const LinearWeight& w, const double* x, const float* xf, int64_t rows, 
   switch (linear_route(w, rows)) {
     case LinearRoute::fp4_int: return gemm_fp4_int(w, x, rows, y, rb, nb, ne, panel);
     case LinearRoute::fp8_gemv: return gemv_fp8(w, x, rows, y, rb, nb, ne, panel);
-    case LinearRoute::gemv: return gemv_rows<Row>(w, x, rows, y, rb, nb, ne);
+    case LinearRoute::gemv:  // bf16, one row: x in Bf16PairRow's column order (widen_activation)
+      if constexpr (std::is_same_v<Row, Bf16Row>)
+        if (rows == 1) return gemv<Bf16PairRow>(w, x, y, rb, nb, ne);
+      return gemv_rows<Row>(w, x, rows, y, rb, nb, ne);
     case LinearRoute::panel: break;
   }
   const int64_t step = row_block(w.in, rows);
@@ -850,6 +897,22 @@ LinearRoute linear_route(const LinearWeight& w, int64_t rows) {
   }
   if (w.format == WeightFormat::fp8 && rows <= kGemvRowsLimit && w.in % 128 == 0) return LinearRoute::fp8_gemv;
   return rows <= kGemvMaxRows ? LinearRoute::gemv : LinearRoute::panel;
+}
+
+void widen_activation(const LinearWeight& w, const float* x, int64_t rows, double* x64) {
+  const int64_t n = rows * w.in;  // a multiple of 16 (linear_supported)
+  if (w.format == WeightFormat::bf16 && rows == 1) {
+    // each 16 columns' even ones, then the odd ones (Bf16PairRow)
+    const __m512i even = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i odd = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 15, 13, 11, 9, 7, 5, 3, 1);
+    for (int64_t k = 0; k < n; k += 16) {
+      const __m512 v = _mm512_loadu_ps(x + k);
+      _mm512_storeu_pd(x64 + k, _mm512_cvtps_pd(_mm512_castps512_ps256(_mm512_permutexvar_ps(even, v))));
+      _mm512_storeu_pd(x64 + k + 8, _mm512_cvtps_pd(_mm512_castps512_ps256(_mm512_permutexvar_ps(odd, v))));
+    }
+    return;
+  }
+  for (int64_t k = 0; k < n; k += 8) _mm512_storeu_pd(x64 + k, _mm512_cvtps_pd(_mm256_loadu_ps(x + k)));
 }
 
 bool linear_supported(const LinearWeight& w) {

@@ -103,7 +103,7 @@ namespace {
 const double* fp64_copy_for_route(const LinearWeight& w, const float* x, int64_t rows, AlignedBuffer<double>& buf) {
   if (avx512::linear_route(w, rows) == avx512::LinearRoute::panel) return nullptr;
   buf.reserve(size_t(rows * w.in));
-  for (int64_t i = 0; i < rows * w.in; ++i) buf[size_t(i)] = double(x[i]);
+  avx512::widen_activation(w, x, rows, buf.data());
   return buf.data();
 }
 
