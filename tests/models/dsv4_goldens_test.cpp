@@ -472,7 +472,7 @@ void indexer_golden(IndexKeyFormat key_format) {
   IndexerSpec s{ih, id, 64, topk, &rope, CompressorSpec{4, id, 64, true, 1e-6f, &rope}};
   auto x = g.f("x"), qr = g.f("qr");
   std::vector<float> q(size_t(S * ih * id)), wt(size_t(S * ih)), kv(size_t(S * 2 * id)), sc(size_t(S * 2 * id));
-  indexer_queries(w, s, qr.data(), S, 0, q.data());
+  indexer_queries(w, s, qr.data(), S, int64_t(0), q.data());
   indexer_weights(w, s, x.data(), S, wt.data());
   compressor_project(w.compressor, s.compressor, x.data(), S, kv.data(), sc.data());
   CompressorState keys;

@@ -98,10 +98,9 @@ void attention_forward(const AttentionWeights& w, const AttentionSpec& s, const 
     iw.resize(size_t(rows * is.heads));
     ikv.resize(size_t(rows * 2 * is.head_dim));
     iscore.resize(size_t(rows * 2 * is.head_dim));
-    for (int64_t r0 = 0; const auto& g : segs) {  // per sequence: its queries' RoPE positions
-      indexer_queries(w.indexer, is, qr.data() + r0 * ql, g.rows, g.pos0, iq.data() + r0 * is.heads * is.head_dim);
-      r0 += g.rows;
-    }
+    // one wq_b product for every sequence's rows (per sequence, a batch of 8 decode rows read
+    // the 8 MB weight 8 times a step), each row rotated at its own position
+    indexer_queries(w.indexer, is, qr.data(), rows, pos_of.data(), iq.data());
     indexer_weights(w.indexer, is, x, rows, iw.data());
     compressor_project(w.indexer.compressor, is.compressor, x, rows, ikv.data(), iscore.data());
   }

@@ -16,17 +16,24 @@
 
 namespace strata::dsv4 {
 
-void indexer_queries(const IndexerWeights& w, const IndexerSpec& s, const float* qr, int64_t rows, int64_t pos0,
+void indexer_queries(const IndexerWeights& w, const IndexerSpec& s, const float* qr, int64_t rows, const int64_t* pos,
                      float* q) {
   const int64_t width = s.heads * s.head_dim;
   kernels::linear(w.wq_b, qr, rows, q, true);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t h = 0; h < s.heads; ++h) {
       float* qh = q + r * width + h * s.head_dim;
-      s.rope->apply(qh + s.head_dim - s.rope_dim, pos0 + r);
+      s.rope->apply(qh + s.head_dim - s.rope_dim, pos[r]);
       kernels::hadamard(qh, s.head_dim);
       kernels::fake_quant_fp4(qh, s.head_dim, 32);
     }
+}
+
+void indexer_queries(const IndexerWeights& w, const IndexerSpec& s, const float* qr, int64_t rows, int64_t pos0,
+                     float* q) {
+  std::vector<int64_t> pos(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) pos[size_t(r)] = pos0 + r;
+  indexer_queries(w, s, qr, rows, pos.data(), q);
 }
 
 void indexer_weights(const IndexerWeights& w, const IndexerSpec& s, const float* x, int64_t rows, float* out) {
