@@ -77,9 +77,10 @@ struct Bf16Row {
 // (kPairedLanes: lo lane j is canonical lane 2j, hi lane j lane 2j + 1). Each lane still sums its
 // own columns in order: the same bits as Bf16Row. Per 16 weights: a shift, a mask and two
 // conversions, against a widening shuffle, a shift, an extract and two conversions. For one
-// activation row (BM_Bf16HeadL2/1, one thread: 17.6-18 -> 20.5-21 GMAC/s; from memory with two
-// threads the same ~60 GB/s, the memory's bound, and +7-9% while another process held a CPU);
-// at 4 rows it was 2-4% slower from L2 (the FMAs bound there), so 2-4 rows keep Bf16Row.
+// activation row (BM_Bf16HeadL2/1, one thread: 17.8-18.1 -> 21.9-22.3 GMAC/s; from memory with
+// two threads the same ~60 GB/s, the memory's bound, and +7-9% while another process held a CPU;
+// the head in the model the same 53-54 GB/s); at 4 rows it was 2-4% slower from L2 (the FMAs
+// bound there), so 2-4 rows keep Bf16Row.
 struct Bf16PairRow {
   static constexpr int kBlock = 64;
   static constexpr int64_t kBlockBytes = 128;
@@ -90,7 +91,8 @@ struct Bf16PairRow {
   const void* at(int64_t k) const { return p + k; }
   void begin(int64_t) {}
   void get(int64_t k, int, __m512d& lo, __m512d& hi) {
-    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + k));
+    __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + k));
+    asm("" : "+v"(v));  // one load, not one folded into each of the shift and the mask
     lo = _mm512_cvtps_pd(_mm256_castsi256_ps(_mm256_slli_epi32(v, 16)));
     hi = _mm512_cvtps_pd(_mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32(int32_t(0xFFFF0000u)))));
   }
