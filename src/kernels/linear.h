@@ -42,8 +42,9 @@ DequantFn dequant_fn(Isa isa);
 
 // The fused AVX-512 products (avx512/linear_avx512.cpp), bit-identical to dequant_row + dot:
 // outputs [nb, ne) of y[rows, out] from the activation already quantized, widened to fp64
-// (x: rows × in doubles, by widen_activation) and as the same fp32 values (xf: the panel GEMM reads these, half the
-// bytes). panel: linear_panel_doubles(in, rows) doubles of 64-byte-aligned scratch.
+// (x: rows × in doubles, by widen_activation) and as the same fp32 values (xf: the panel GEMM
+// reads these, half the bytes). panel: linear_panel_doubles(in, rows) doubles of 64-byte-aligned
+// scratch.
 namespace avx512 {
 bool linear_supported(const LinearWeight& w);
 // The panel's shape (weight rows × columns), here so that the scratch size and the kernel
