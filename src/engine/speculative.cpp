@@ -147,8 +147,8 @@ void MtpDrafter::draft_batch(std::vector<DraftJob>& jobs, int64_t vocab_limit) c
     for (size_t b = 0; b < items.size(); ++b) {
       Run& r = *who[b];
       const auto& logits = items[b].out;
-      const auto end = logits.begin() + std::min<int64_t>(vocab_limit, int64_t(logits.size()));
-      r.tok = first_max_index(std::span<const float>(logits.data(), size_t(end - logits.begin())));  // ties: lowest id
+      const size_t n = size_t(std::min<int64_t>(vocab_limit, int64_t(logits.size())));
+      r.tok = first_max_index(std::span<const float>(logits.data(), n));  // ties: lowest id
       r.job->drafts.push_back(r.tok);
       r.h.swap(items[b].streams);
     }

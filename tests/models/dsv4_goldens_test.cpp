@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <cstring>
 #include <map>
+#include <numeric>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -472,7 +473,9 @@ void indexer_golden(IndexKeyFormat key_format) {
   IndexerSpec s{ih, id, 64, topk, &rope, CompressorSpec{4, id, 64, true, 1e-6f, &rope}};
   auto x = g.f("x"), qr = g.f("qr");
   std::vector<float> q(size_t(S * ih * id)), wt(size_t(S * ih)), kv(size_t(S * 2 * id)), sc(size_t(S * 2 * id));
-  indexer_queries(w, s, qr.data(), S, int64_t(0), q.data());
+  std::vector<int64_t> pos(static_cast<size_t>(S));
+  std::iota(pos.begin(), pos.end(), int64_t(0));
+  indexer_queries(w, s, qr.data(), S, pos.data(), q.data());
   indexer_weights(w, s, x.data(), S, wt.data());
   compressor_project(w.compressor, s.compressor, x.data(), S, kv.data(), sc.data());
   CompressorState keys;

@@ -62,6 +62,7 @@ inline int lane_max(__m512i v) {
   b = _mm_max_epi32(b, _mm_shuffle_epi32(b, 0xB1));
   return _mm_cvtsi128_si32(b);
 }
+inline int lane_min(__m512i v) { return -lane_max(_mm512_sub_epi32(_mm512_setzero_si512(), v)); }
 
 // Whether the chunk's values are all integers in units of 2^e. With e = E + 3 they are then
 // below 2^15 (an e4m3 chunk's largest, at most 1.75 · 2^14 of them): x2 is zero. The flag the
@@ -181,7 +182,9 @@ int exact_span(const uint8_t* sr, const Fp4IntActivation& a, int64_t in) {
     e_max = _mm512_max_epi32(e_max, e);
     e_min = _mm512_min_epi32(e_min, e);
   }
-  alignas(64) int32_t hi[16], lo[16];  // (a rare path: a store and a scalar reduction will do)
+  // a rare path: a store and a scalar reduction will do (lane_max inlined here draws GCC 12's
+  // spurious -Wuninitialized from inside _mm512_extracti64x4_epi64)
+  alignas(64) int32_t hi[16], lo[16];
   _mm512_store_si512(hi, e_max);
   _mm512_store_si512(lo, e_min);
   return *std::max_element(hi, hi + 16) - *std::min_element(lo, lo + 16);
@@ -249,7 +252,7 @@ __attribute__((target("avx512vbmi"), always_inline)) inline unsigned rows_kernel
       add_scaled(sum, _mm512_add_epi32(code, _mm512_load_si512(a[r]->exps + 16 * p)), acc[r]);
     }
   }
-  const int c_max = lane_max(code_max), c_min = -lane_max(_mm512_sub_epi32(zero, code_min));
+  const int c_max = lane_max(code_max), c_min = lane_min(code_min);
   if (c_max > kMaxScaleCode) return 0;
   const int span_limit = 53 - kBlockSumBits - ceil_log2(in / 32);
   unsigned taken = 0;

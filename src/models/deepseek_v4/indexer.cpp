@@ -29,13 +29,6 @@ void indexer_queries(const IndexerWeights& w, const IndexerSpec& s, const float*
     }
 }
 
-void indexer_queries(const IndexerWeights& w, const IndexerSpec& s, const float* qr, int64_t rows, int64_t pos0,
-                     float* q) {
-  std::vector<int64_t> pos(static_cast<size_t>(rows));
-  for (int64_t r = 0; r < rows; ++r) pos[size_t(r)] = pos0 + r;
-  indexer_queries(w, s, qr, rows, pos.data(), q);
-}
-
 void indexer_weights(const IndexerWeights& w, const IndexerSpec& s, const float* x, int64_t rows, float* out) {
   kernels::linear(w.weights_proj, x, rows, out, true);
   const float scale = float(std::pow(double(s.head_dim), -0.5) * std::pow(double(s.heads), -0.5));

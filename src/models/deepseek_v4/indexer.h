@@ -22,10 +22,8 @@ struct IndexerSpec {
 };
 
 // Rotated FP4 queries [rows, heads·head_dim] from qr [rows, q_lora_rank], row r at position pos[r]
-// (rows of several sequences share one wq_b product), or at pos0, pos0+1, ...
+// (rows of several sequences share one wq_b product).
 void indexer_queries(const IndexerWeights& w, const IndexerSpec& s, const float* qr, int64_t rows, const int64_t* pos,
-                     float* q);
-void indexer_queries(const IndexerWeights& w, const IndexerSpec& s, const float* qr, int64_t rows, int64_t pos0,
                      float* q);
 // Head weights [rows, heads] from x [rows, d].
 void indexer_weights(const IndexerWeights& w, const IndexerSpec& s, const float* x, int64_t rows, float* out);
