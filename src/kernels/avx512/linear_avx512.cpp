@@ -393,6 +393,8 @@ void gemv_fp8_rows(const LinearWeight& w, const double* xs, float* y, bool rb, i
 // xs = (x · scale) · 2^1016, finite and exact while |x · scale| < 2^8, which gemv_fp8 checks
 // per band (else the f16 form above for one row, the per-weight decoder for several). No
 // shuffle, no conversion: 3 integer operations per 8 weights, as a Row of the GEMVs below.
+// keep: _mm512_set1_epi64(kE4m3BitsKeep) (a parameter, so that a loop can keep it in a register).
+constexpr int64_t kE4m3BitsKeep = int64_t(0x80FFFFFFFFFFFFFFull);  // the sign (bit 63) and bits 0-55
 inline __m512d e4m3_times_2m1016(const uint8_t* q, __m512i keep) {
   const __m512i v = _mm512_cvtepi8_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q)));
   return _mm512_castsi512_pd(_mm512_and_si512(_mm512_slli_epi64(v, 49), keep));
@@ -407,11 +409,11 @@ struct Fp8BitsRow {  // the weight side of the bits form (x carries scale · 2^1
   const void* at(int64_t k) const { return p + k; }
   void begin(int64_t) {}
   void get(int64_t k, int, __m512d& lo, __m512d& hi) {
-    const __m512i keep = _mm512_set1_epi64(int64_t(0x80FFFFFFFFFFFFFFull));
+    const __m512i keep = _mm512_set1_epi64(kE4m3BitsKeep);
     lo = e4m3_times_2m1016(p + k, keep);
     hi = e4m3_times_2m1016(p + k + 8, keep);
   }
-  __m512d half(int64_t k) const { return e4m3_times_2m1016(p + k, _mm512_set1_epi64(int64_t(0x80FFFFFFFFFFFFFFull))); }
+  __m512d half(int64_t k) const { return e4m3_times_2m1016(p + k, _mm512_set1_epi64(kE4m3BitsKeep)); }
 };
 
 // FP8 for the panel: the bits form above with the block scale put back on the weight by
@@ -425,7 +427,7 @@ struct Fp8ScaledBitsRow : Fp8RowBase {
   Fp8ScaledBitsRow(const LinearWeight& w, int64_t r) : Fp8RowBase(w, r) {}
   void begin(int64_t kb) { e = _mm512_set1_pd(double(int(s[kb / 128]) - 127 + 1016)); }
   void get(int64_t k, int, __m512d& lo, __m512d& hi) {
-    const __m512i keep = _mm512_set1_epi64(int64_t(0x80FFFFFFFFFFFFFFull));
+    const __m512i keep = _mm512_set1_epi64(kE4m3BitsKeep);
     lo = _mm512_scalef_pd(e4m3_times_2m1016(p + k, keep), e);
     hi = _mm512_scalef_pd(e4m3_times_2m1016(p + k + 8, keep), e);
   }
@@ -472,7 +474,7 @@ __attribute__((target("avx512vbmi"))) void gemv_fp8_vbmi_block(const LinearWeigh
   const __m512i ctrl = _mm512_set_epi64(0x3837000000000000, 0x302F000000000000, 0x2827000000000000, 0x201F000000000000,
                                         0x1817000000000000, 0x100F000000000000, 0x0807000000000000, 0x003F000000000000);
   const __m512i keep = _mm512_set1_epi64(int64_t(0x80FE000000000000ull));
-  const __m512i keep_shifted = _mm512_set1_epi64(int64_t(0x80FFFFFFFFFFFFFFull));  // e4m3_times_2m1016's
+  const __m512i keep_shifted = _mm512_set1_epi64(kE4m3BitsKeep);
   const int64_t in = w.in;
   const uint8_t* p[NW];
   __m512d l0[NW], h0[NW], l1[NW], h1[NW], l2[NW], h2[NW];
