@@ -98,6 +98,10 @@ struct Bf16PairRow {
   }
 };
 
+// The activations that take Bf16PairRow's GEMV, whose x comes in paired column order
+// (widen_activation and the route in run() both ask this).
+inline bool bf16_paired_gemv(const LinearWeight& w, int64_t rows) { return w.format == WeightFormat::bf16 && rows == 1; }
+
 template <class Row>
 constexpr bool paired_lanes() {
   if constexpr (requires { Row::kPairedLanes; }) return Row::kPairedLanes;
@@ -886,7 +890,7 @@ void run(const LinearWeight& w, const double* x, const float* xf, int64_t rows, 
     case LinearRoute::fp8_gemv: return gemv_fp8(w, x, rows, y, rb, nb, ne, panel);
     case LinearRoute::gemv:  // bf16, one row: x in Bf16PairRow's column order (widen_activation)
       if constexpr (std::is_same_v<Row, Bf16Row>)
-        if (rows == 1) return gemv<Bf16PairRow>(w, x, y, rb, nb, ne);
+        if (bf16_paired_gemv(w, rows)) return gemv<Bf16PairRow>(w, x, y, rb, nb, ne);
       return gemv_rows<Row>(w, x, rows, y, rb, nb, ne);
     case LinearRoute::panel: break;
   }
@@ -914,7 +918,7 @@ LinearRoute linear_route(const LinearWeight& w, int64_t rows) {
 
 void widen_activation(const LinearWeight& w, const float* x, int64_t rows, double* x64) {
   const int64_t n = rows * w.in;  // a multiple of 16 (linear_supported)
-  if (w.format == WeightFormat::bf16 && rows == 1) {
+  if (bf16_paired_gemv(w, rows)) {
     // each 16 columns' even ones, then the odd ones (Bf16PairRow)
     const __m512i even = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 14, 12, 10, 8, 6, 4, 2, 0);
     const __m512i odd = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 15, 13, 11, 9, 7, 5, 3, 1);
