@@ -1,22 +1,12 @@
 #include "cache/cache_spec.h"
 
+#include "cache/kind_policy.h"
+
 namespace strata::cache {
 
-const char* kind_name(CacheKind k) {
-  switch (k) {
-    case CacheKind::sliding_window: return "sliding_window";
-    case CacheKind::compressed: return "compressed";
-    case CacheKind::indexer_keys: return "indexer_keys";
-    case CacheKind::compressor_state: return "compressor_state";
-    case CacheKind::linear_state: return "linear_state";
-    case CacheKind::full_attention: return "full_attention";
-  }
-  return "?";
-}
+const char* kind_name(CacheKind k) { return policy(k).name; }
 
-bool kind_grows(CacheKind k) {
-  return k == CacheKind::compressed || k == CacheKind::indexer_keys || k == CacheKind::full_attention;
-}
+bool kind_grows(CacheKind k) { return policy(k).storage == Storage::blocks; }
 
 int64_t CacheSpec::bytes_exact(int64_t context) const {
   if (!kind_grows(kind)) return fixed_bytes();
@@ -28,6 +18,12 @@ double CacheLayout::bytes_per_token() const { return double(block_bytes()) / dou
 int64_t CacheLayout::fixed_bytes() const {
   int64_t s = 0;
   for (const auto& c : specs) s += c.fixed_bytes();
+  return s;
+}
+
+int64_t CacheLayout::draft_bytes() const {
+  int64_t s = 0;
+  for (const auto& c : specs) s += c.fixed_bytes() - c.live_bytes();
   return s;
 }
 

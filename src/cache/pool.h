@@ -1,6 +1,7 @@
-// One memory pool for every cache kind: a single mapping carved into 128-token blocks for the
-// growing kinds (compressed entries, indexer keys, full-attention KV) and fixed-size slots for
-// per-request state (window ring, compressor partial state, linear-attention state).
+// One memory pool for every cache kind: a single mapping carved into blocks of block_tokens
+// tokens for the growing kinds (compressed entries, indexer keys, full-attention KV, MLA
+// latents) and fixed-size slots for per-request state (window ring, compressor partial state,
+// linear-attention state and its draft slots).
 //
 // Layout: blocks are taken from the bottom of the arena, slots from the top, each with its own
 // free list, so neither kind fragments the other; they meet in the middle. A block holds every
@@ -40,7 +41,7 @@ struct PoolSeq {
 class CachePool {
  public:
   // Maps `capacity_bytes` for the caches (MADV_HUGEPAGE) and, after them, `workspace_bytes` of
-  // working memory for the forward pass (the indexer's, models/deepseek_v4/indexer_scratch.h):
+  // working memory for the forward pass (a model's Workspace, e.g. a sparse indexer's scores):
   // bounded, counted here, never handed out as blocks or slots. populate = touch every page
   // now, so that serving never takes a page fault and a too-large pool fails at start rather
   // than under load.

@@ -1,9 +1,10 @@
 // Exact rollback of cache state for speculative decoding.
 //
 // While a log is attached to a sequence, every write into its state — fixed-size regions
-// (sliding-window ring slots, compressor slot rows, a linear-attention state) and appends to
-// growing caches (compressed entries, indexer keys) — first records what it overwrites,
-// tagged with the position of the token that causes it. rollback(p) undoes, newest first,
+// (sliding-window ring slots, compressor slot rows) and appends to growing caches (compressed
+// entries, indexer keys, KV) — first records what it overwrites, tagged with the position of
+// the token that causes it; a recurrent state, rewritten whole by every token, instead goes
+// through draft slots (save_restore). rollback(p) undoes, newest first,
 // every record of a token at position >= p: the state becomes bitwise what it was after
 // the tokens before p, whatever kinds of state a model has.
 //
@@ -34,6 +35,11 @@ class UndoLog {
   void save(int64_t pos, T* p, size_t count) {
     save(pos, static_cast<void*>(p), count * sizeof(T));
   }
+  // Draft slots (kind_policy.h): the token at `pos` continues from the state a draft slot holds
+  // (`source`, n bytes), its predecessor's. Rolling back to pos copies that slot into the live
+  // state `target`; nothing is copied now. Of several such records for one target only the
+  // oldest one rolled back is applied: one copy however many drafts were rejected.
+  void save_restore(int64_t pos, void* target, const void* source, size_t n);
 
   // Undoes every record of positions >= pos (newest first) and forgets them.
   void rollback(int64_t pos);
@@ -50,6 +56,7 @@ class UndoLog {
     size_t size;    // bytes saved, or the vector's old size
     size_t offset;  // where the saved bytes start in bytes_
     void (*truncate)(void* vec, size_t size);  // null for a region record
+    const void* source = nullptr;              // a restore record's draft slot
   };
   template <class C>
   static void truncate(void* v, size_t n) {

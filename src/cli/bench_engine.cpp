@@ -40,10 +40,10 @@ SamplingParams greedy(int64_t decode_tokens) {
 }
 
 // Batch 1: generate() on one sequence; decode tokens/s excludes the prefill.
-ModeResult run_single(dsv4::Model& m, const Tokenizer& tok, const std::vector<int32_t>& prompt, int64_t decode_tokens,
+ModeResult run_single(const models::Model& m, const Tokenizer& tok, const std::vector<int32_t>& prompt, int64_t decode_tokens,
                       const SpeculativeOptions& spec) {
   auto st = m.new_sequence();
-  auto g = generate(m, st, tok, prompt, greedy(decode_tokens), 1, [](const GenerationEvent&) { return true; }, spec);
+  auto g = generate(m, *st, tok, prompt, greedy(decode_tokens), 1, [](const GenerationEvent&) { return true; }, spec);
   ModeResult r;
   r.tokens_per_s = g.decode_seconds > 0 ? double(g.generated_tokens - 1) / g.decode_seconds : 0;
   r.spec = g.spec;
@@ -53,7 +53,7 @@ ModeResult run_single(dsv4::Model& m, const Tokenizer& tok, const std::vector<in
 
 // Batch B: B requests through the engine at once; decode tokens/s is counted from the moment
 // every request has its first token (all prefills done) to the last token.
-ModeResult run_batch(const std::shared_ptr<dsv4::Model>& m, const std::shared_ptr<const Tokenizer>& tok, int batch,
+ModeResult run_batch(const std::shared_ptr<const models::Model>& m, const std::shared_ptr<const Tokenizer>& tok, int batch,
                      int64_t prompt_tokens, int64_t decode_tokens, int spec_tokens, bool adaptive,
                      const std::map<uint64_t, std::vector<int32_t>>* forced, bool profile = false) {
   engine::EngineOptions eo;
@@ -121,7 +121,7 @@ nlohmann::ordered_json report(const ModeResult& r, double plain_tps) {
 
 }  // namespace
 
-nlohmann::ordered_json bench_batches(const std::shared_ptr<dsv4::Model>& model, const std::shared_ptr<const Tokenizer>& tok,
+nlohmann::ordered_json bench_batches(const std::shared_ptr<const models::Model>& model, const std::shared_ptr<const Tokenizer>& tok,
                                      int64_t prompt_tokens, int64_t decode_tokens, const std::vector<int>& batches,
                                      bool profile, double read_gbps) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
@@ -140,7 +140,7 @@ nlohmann::ordered_json bench_batches(const std::shared_ptr<dsv4::Model>& model, 
   return out;
 }
 
-nlohmann::ordered_json bench_prefix(const std::shared_ptr<dsv4::Model>& model, const std::shared_ptr<const Tokenizer>& tok,
+nlohmann::ordered_json bench_prefix(const std::shared_ptr<const models::Model>& model, const std::shared_ptr<const Tokenizer>& tok,
                                     int64_t prefix_tokens, int64_t suffix_tokens) {
   if (prefix_tokens < 1 || suffix_tokens < 1) throw Error("bench --prefix-tokens: prefix and suffix need at least 1 token");
   engine::EngineOptions eo;
@@ -214,7 +214,7 @@ nlohmann::ordered_json bench_prefix(const std::shared_ptr<dsv4::Model>& model, c
   return j;
 }
 
-nlohmann::ordered_json bench_speculative(const std::shared_ptr<dsv4::Model>& model,
+nlohmann::ordered_json bench_speculative(const std::shared_ptr<const models::Model>& model,
                                          const std::shared_ptr<const Tokenizer>& tok, int spec_tokens,
                                          int64_t prompt_tokens, int64_t decode_tokens, const std::vector<int>& batches) {
   if (model->n_mtp() == 0) throw Error("bench --spec-tokens: the checkpoint has no MTP block");

@@ -21,19 +21,19 @@
 
 #include <nlohmann/json.hpp>
 
-#include "models/deepseek_v4/model.h"
+#include "models/model.h"
 #include "text/tokenizer.h"
 
 namespace strata::cli {
 
-nlohmann::ordered_json bench_batches(const std::shared_ptr<dsv4::Model>& model, const std::shared_ptr<const Tokenizer>& tok,
+nlohmann::ordered_json bench_batches(const std::shared_ptr<const models::Model>& model, const std::shared_ptr<const Tokenizer>& tok,
                                      int64_t prompt_tokens, int64_t decode_tokens, const std::vector<int>& batches,
                                      bool profile = false, double read_gbps = 0);
 
-nlohmann::ordered_json bench_prefix(const std::shared_ptr<dsv4::Model>& model, const std::shared_ptr<const Tokenizer>& tok,
+nlohmann::ordered_json bench_prefix(const std::shared_ptr<const models::Model>& model, const std::shared_ptr<const Tokenizer>& tok,
                                     int64_t prefix_tokens, int64_t suffix_tokens);
 
-nlohmann::ordered_json bench_speculative(const std::shared_ptr<dsv4::Model>& model,
+nlohmann::ordered_json bench_speculative(const std::shared_ptr<const models::Model>& model,
                                          const std::shared_ptr<const Tokenizer>& tok, int spec_tokens,
                                          int64_t prompt_tokens, int64_t decode_tokens, const std::vector<int>& batches);
 

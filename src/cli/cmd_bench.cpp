@@ -20,13 +20,9 @@
 #include "kernels/linear_profile.h"
 #include "kernels/parallel.h"
 #include "kernels/probe.h"
+#include "cache/cache_map.h"
 #include "cache/pool.h"
-#include "models/deepseek_v4/cache_layout.h"
-#include "models/deepseek_v4/model.h"
-#include "models/deepseek_v4/indexer_scratch.h"
-#include "models/deepseek_v4/params.h"
-#include "models/deepseek_v4/pool_binding.h"
-#include "models/deepseek_v4/synthetic_state.h"
+#include "models/registry.h"
 
 namespace strata::cli {
 namespace {
@@ -75,7 +71,7 @@ void run_bench(const Opts& o) {
   // through the model's own mappings, so prefill and decode below take no page fault.
   const ProcessStats ps0 = process_stats();
   const auto tl = std::chrono::steady_clock::now();
-  std::shared_ptr<dsv4::Model> model = dsv4::Model::load(o.model);
+  std::shared_ptr<const models::Model> model = models::load_model(o.model);
   const double load_s = seconds_since(tl);
   const ProcessStats ps1 = process_stats();
   const auto tp = std::chrono::steady_clock::now();
@@ -99,15 +95,17 @@ void run_bench(const Opts& o) {
                     {"recached_bytes", pre.recached_bytes},
                     {"resident_bytes", ps2.resident_bytes}};
   }
-  const auto& cfg = model->config();
+  const auto& mc = model->model_config();
+  const auto& facts = model->facts();
   std::mt19937_64 rng(1);
   std::vector<int64_t> ids(size_t(std::max<int64_t>(1, o.prompt_tokens)));
-  for (auto& x : ids) x = int64_t(rng() % uint64_t(cfg.vocab_size));
-  const auto index_keys = o.indexer_cache == "fp4" ? dsv4::IndexKeyFormat::fp4 : dsv4::IndexKeyFormat::fp8;
-  auto st = model->new_sequence(index_keys);
+  for (auto& x : ids) x = int64_t(rng() % uint64_t(facts.vocab_size));
+  models::CacheOptions co;
+  co.fp4_index_keys = o.indexer_cache == "fp4";
+  auto st = model->new_sequence(co);
   if (o.profile) kernels::linear_profile_start();
   auto t0 = std::chrono::steady_clock::now();
-  auto logits = model->forward(st, ids.data(), int64_t(ids.size()));
+  auto logits = model->forward(*st, ids.data(), int64_t(ids.size()));
   const double prefill_s = seconds_since(t0);
   const auto prefill_profile = o.profile ? kernels::linear_profile_stop() : std::vector<kernels::LinearProfileEntry>{};
   int64_t next = 0;
@@ -115,7 +113,7 @@ void run_bench(const Opts& o) {
   auto t1 = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < o.decode_tokens; ++i) {
     next = argmax(logits);  // greedy generation's choice (std::max_element took ~0.5 ms a step)
-    logits = model->decode(st, next);
+    logits = model->decode(*st, next);
   }
   const double decode_s = seconds_since(t1);
   const auto profile = o.profile ? kernels::linear_profile_stop() : std::vector<kernels::LinearProfileEntry>{};
@@ -124,18 +122,17 @@ void run_bench(const Opts& o) {
   double bw_after = 0;
   if (!o.skip_probes) bw_after = kernels::probe_read_bandwidth(size_t(1) << 30, threads, o.probe_seconds).value;
 
-  const auto params = dsv4::count_params(cfg);
   const double decode_tps = double(o.decode_tokens) / decode_s;
-  const auto traffic = dsv4::decode_traffic(cfg, st.pos);
+  const auto traffic = mc.decode_traffic(st->pos);
   const double achieved = traffic.total() * decode_tps / 1e9;
-  // Prefill FLOPs per token: 2 per active parameter (the embedding row is a lookup).
-  const double flops_tok = 2.0 * double(params.active_all - params.active.at(dsv4::Component::embedding));
+  const double flops_tok = mc.prefill_flops_per_token();
   const double prefill_tps = double(ids.size()) / prefill_s;
-  j["model"] = {{"dir", o.model}, {"layers", cfg.num_hidden_layers}, {"hidden_size", cfg.hidden_size}};
+  j["model"] = {{"dir", o.model}, {"model_type", facts.model_type}, {"layers", facts.layers},
+                {"hidden_size", facts.hidden_size}};
   j["prefill"] = {{"tokens", ids.size()}, {"seconds", prefill_s}, {"tokens_per_s", prefill_tps},
                   {"gflops", flops_tok * prefill_tps / 1e9}, {"pct_of_bf16_peak", bf16 > 0 ? 100 * flops_tok * prefill_tps / 1e9 / bf16 : 0},
                   {"pct_of_fp64_peak", fp64 > 0 ? 100 * flops_tok * prefill_tps / 1e9 / fp64 : 0}};
-  j["decode"] = {{"tokens", o.decode_tokens}, {"context", st.pos}, {"seconds", decode_s}, {"tokens_per_s", decode_tps},
+  j["decode"] = {{"tokens", o.decode_tokens}, {"context", st->pos}, {"seconds", decode_s}, {"tokens_per_s", decode_tps},
                  {"bytes_per_token", traffic.total()}, {"weight_bytes", traffic.weights},
                  {"routed_expert_bytes", traffic.routed_experts}, {"cache_bytes", traffic.caches},
                  {"achieved_gbps", achieved}, {"roofline_tokens_per_s", bw > 0 ? bw * 1e9 / traffic.total() : 0},
@@ -151,36 +148,37 @@ void run_bench(const Opts& o) {
     j["decode"]["profiled_ms_per_token"] = profiled_ms(j["decode"]["profile"]);
   }
   if (!o.contexts.empty()) {
-    // Decode at long context from a synthetic state (models/deepseek_v4/synthetic_state.h),
-    // placed in a cache pool as the engine places a request's (its entries in pool blocks
-    // reserved ahead, not in vectors that reallocate and copy ~20 MB of entries as they grow
-    // at 128K; the indexer's scratch in the pool's workspace): one warm-up step, then the mean
-    // of context_steps steps.
+    // Decode at long context from a synthetic state (Model::synthetic_sequence), placed in a
+    // cache pool as the engine places a request's (its entries in pool blocks reserved ahead,
+    // not in vectors that reallocate and copy ~20 MB of entries as they grow at 128K; the
+    // forward pass's workspace in the pool's): one warm-up step, then the mean of
+    // context_steps steps.
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
     double first_ms = 0;
-    dsv4::CacheLayoutOptions lo;
-    lo.index_keys = index_keys;
-    const cache::CacheLayout layout = dsv4::cache_layout(cfg, lo);
+    const cache::CacheLayout layout = mc.cache_layout(co);
     for (int64_t ctx : o.contexts) {
-      const int64_t pos = std::max<int64_t>(128, ctx / 128 * 128);
-      auto cs = dsv4::synthetic_state(*model, pos, uint64_t(pos), index_keys);
+      const int64_t pos = std::max<int64_t>(layout.block_tokens, ctx / layout.block_tokens * layout.block_tokens);
+      auto cs = model->synthetic_sequence(pos, uint64_t(pos), co);
+      if (!cs) throw Error("bench --context: " + facts.model_type + " has no synthetic long-context state");
       const int64_t steps_ahead = pos + 1 + o.context_steps;
       const int64_t parts = kernels::num_threads();
       cache::CachePool pool(layout, cache::CachePool::sequence_bytes_bound(layout, steps_ahead), true,
-                            dsv4::indexer_scratch_bytes(cfg, steps_ahead, parts));
+                            mc.workspace_bytes(steps_ahead, parts));
       cache::PoolSeq seq;
       if (!pool.reserve(seq, steps_ahead)) throw Error("bench: the long-context cache pool is too small");
-      dsv4::bind_to_pool(cs, pool, seq);
-      const auto scratch =
-          dsv4::indexer_scratch_view(cfg, steps_ahead, parts, pool.workspace(), pool.workspace_bytes());
-      cs.indexer_scratch = scratch.empty() ? nullptr : &scratch;
+      auto map = cs->cache_map(layout);
+      cache::bind_to_pool(map, pool, seq);
+      const auto ws = pool.workspace_bytes() > 0
+                          ? model->workspace(pool.workspace(), pool.workspace_bytes(), steps_ahead, parts)
+                          : nullptr;
+      cs->use_workspace(ws.get());
       int64_t tok = 1;
-      model->decode(cs, tok);
+      model->decode(*cs, tok);
       auto tc = std::chrono::steady_clock::now();
-      for (int64_t i = 0; i < o.context_steps; ++i) model->decode(cs, tok = (tok * 7919 + 13) % cfg.vocab_size);
+      for (int64_t i = 0; i < o.context_steps; ++i) model->decode(*cs, tok = (tok * 7919 + 13) % facts.vocab_size);
       const double ms = 1e3 * seconds_since(tc) / double(std::max<int64_t>(1, o.context_steps));
       if (first_ms == 0) first_ms = ms;
-      const auto tr = dsv4::decode_traffic(cfg, pos);
+      const auto tr = mc.decode_traffic(pos);
       rows.push_back({{"context", pos}, {"step_ms", ms}, {"ratio_to_first", ms / first_ms},
                       {"bytes_per_token", tr.total()}, {"cache_bytes", tr.caches}, {"pool_bytes", pool.bytes_in_use()},
                       {"indexer_scratch_bytes", pool.workspace_bytes()}});
@@ -243,7 +241,7 @@ void run_bench(const Opts& o) {
   }
   std::printf("decode: %lld tokens at context %lld = %.2f tokens/s; %.1f MB read per token (weights %.1f, experts %.1f, "
               "caches %.2f) = %.1f GB/s achieved",
-              (long long)o.decode_tokens, (long long)st.pos, decode_tps, traffic.total() / 1e6, traffic.weights / 1e6,
+              (long long)o.decode_tokens, (long long)st->pos, decode_tps, traffic.total() / 1e6, traffic.weights / 1e6,
               traffic.routed_experts / 1e6, traffic.caches / 1e6, achieved);
   if (probed)
     std::printf(", %.1f%% of the %.1f tokens/s roofline (%.1f%% at the %.1f GB/s probed right after)",

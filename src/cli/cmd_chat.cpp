@@ -13,6 +13,7 @@
 #include "cli/generation_options.h"
 #include "core/error.h"
 #include "engine/generation.h"
+#include "models/registry.h"
 #include "text/chat_encoding.h"
 #include "text/chat_parse.h"
 
@@ -25,7 +26,7 @@ struct ChatOpts {
 };
 
 void run_chat(const ChatOpts& o) {
-  auto model = dsv4::Model::load(o.model);
+  auto model = models::load_model(o.model);
   preload_checkpoint(model->checkpoint(), o.model);  // a progress bar while a large checkpoint is read in
   Tokenizer tok = Tokenizer::load(o.model);
   ChatOptions copt = chat_options_for(o.thinking);
@@ -36,7 +37,7 @@ void run_chat(const ChatOpts& o) {
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
   if (!o.system.empty()) messages.push_back({{"role", "system"}, {"content", o.system}});
   const size_t base = messages.size();
-  dsv4::SequenceState state = model->new_sequence();
+  auto state = model->new_sequence();
   std::vector<int32_t> computed;  // tokens whose KV the state holds
   uint64_t turn = 0;
   std::string line;
@@ -81,8 +82,8 @@ void run_chat(const ChatOpts& o) {
       std::fflush(stdout);
     };
     SpeculativeOptions spec;
-    spec.max_draft = o.gen.draft_tokens(model->config().num_nextn_predict_layers);
-    auto stats = generate(*model, state, tok, fresh, sp, ++turn, [&](const GenerationEvent& ev) {
+    spec.max_draft = o.gen.draft_tokens(model->facts().mtp_layers);
+    auto stats = generate(*model, *state, tok, fresh, sp, ++turn, [&](const GenerationEvent& ev) {
       show(parser.feed(ev.text));
       return true;
     }, spec);

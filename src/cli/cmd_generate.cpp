@@ -15,7 +15,7 @@
 #include "core/error.h"
 #include "engine/generation.h"
 #include "io/json_file.h"
-#include "models/deepseek_v4/model.h"
+#include "models/registry.h"
 #include "text/chat_encoding.h"
 
 namespace strata::cli {
@@ -39,7 +39,7 @@ void run_generate(const Opts& o) {
   if (o.prompt.empty() == o.ids.empty()) throw Error("generate needs exactly one of --prompt TEXT or --ids 1,2,3");
   if (o.chat && o.prompt.empty()) throw Error("--chat needs --prompt");
   const SamplingParams sp = o.gen.sampling();
-  auto model = dsv4::Model::load(o.model);
+  auto model = models::load_model(o.model);
   preload_checkpoint(model->checkpoint(), o.model);  // a progress bar while a large checkpoint is read in
   Tokenizer tok = Tokenizer::load(o.model);
   std::vector<int32_t> prompt;
@@ -55,7 +55,7 @@ void run_generate(const Opts& o) {
   } else {
     for (int64_t id : parse_token_ids(o.ids)) prompt.push_back(int32_t(id));
   }
-  const int64_t vocab = model->config().vocab_size;
+  const int64_t vocab = model->vocab_size();
   for (int32_t id : prompt)
     if (id < 0 || id >= vocab)
       throw Error("token id " + std::to_string(id) + " is outside the vocabulary (" + std::to_string(vocab) + " rows)");
@@ -65,12 +65,12 @@ void run_generate(const Opts& o) {
                 std::to_string(model->max_positions()));
   if (random_weights(o.model))
     std::fprintf(stderr, "note: %s holds random weights from `strata make-model`: the architecture is exact, the words "
-                         "are not meaningful. Point --model at a real DeepSeek-V4 checkpoint directory for real text.\n",
+                         "are not meaningful. Point --model at a real checkpoint directory for real text.\n",
                  o.model.c_str());
   auto state = model->new_sequence();
   SpeculativeOptions spec;
-  spec.max_draft = o.gen.draft_tokens(model->config().num_nextn_predict_layers);
-  auto stats = generate(*model, state, tok, prompt, sp, 1, [&](const GenerationEvent& ev) {
+  spec.max_draft = o.gen.draft_tokens(model->facts().mtp_layers);
+  auto stats = generate(*model, *state, tok, prompt, sp, 1, [&](const GenerationEvent& ev) {
     if (o.print_ids) {
       if (ev.token >= 0) std::printf("%d\n", ev.token);
     } else {

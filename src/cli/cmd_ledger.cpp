@@ -9,8 +9,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
-#include "models/deepseek_v4/cache_layout.h"
-#include "models/model_registry.h"
+#include "models/registry.h"
 
 namespace strata::cli {
 namespace {
@@ -19,6 +18,7 @@ struct Opts {
   std::string model, config, indexer_cache = "fp8", memory;
   std::vector<int64_t> contexts{131072, 1048576};
   bool mtp = false, json = false;
+  int spec_tokens = 0;
 };
 
 // "24G", "24GiB" and "512M" are binary units; "24GB" is decimal; a bare number is GiB.
@@ -49,25 +49,21 @@ double parse_memory(const std::string& s) {
 void run_ledger(const Opts& o) {
   if (o.model.empty() == o.config.empty()) throw Error("ledger needs exactly one of --model DIR or --config FILE");
   const std::string src = o.model.empty() ? o.config : o.model;
-  models::require_supported(src);
-  dsv4::Config c = dsv4::load_config(src);
+  const auto cfg = models::load_config(src);
+  const int64_t max_pos = cfg->facts().max_positions;
   for (int64_t n : o.contexts) {
     if (n < 0) throw Error("--context must be >= 0");
-    if (n > c.max_position_embeddings)
-      throw Error("--context " + std::to_string(n) + " exceeds max_position_embeddings " +
-                  std::to_string(c.max_position_embeddings));
+    if (n > max_pos)
+      throw Error("--context " + std::to_string(n) + " exceeds max_position_embeddings " + std::to_string(max_pos));
   }
   const double memory = o.memory.empty() ? 0 : parse_memory(o.memory);
-  dsv4::CacheLayoutOptions lo;
-  lo.index_keys = o.indexer_cache == "fp4" ? dsv4::IndexKeyFormat::fp4 : dsv4::IndexKeyFormat::fp8;
-  lo.include_mtp = o.mtp;
-  cache::CacheLayout L = dsv4::cache_layout(c, lo);
-  // The other accounting in the sources: layer-by-layer §9.2 counts 576-byte entries (no
-  // scale bytes), 64-byte FP4 index keys and no compressor state.
-  dsv4::CacheLayoutOptions paper = lo;
-  paper.entry_bytes_override = 576;
-  paper.index_key_bytes_override = 64;
-  cache::CacheLayout P = dsv4::cache_layout(c, paper);
+  models::CacheOptions co;
+  co.fp4_index_keys = o.indexer_cache == "fp4";
+  co.include_mtp = o.mtp || o.spec_tokens > 0;
+  co.draft_tokens = o.spec_tokens;
+  cache::CacheLayout L = cfg->cache_layout(co);
+  // Other accountings of the same caches in the source documents, where the model has one.
+  const auto variants = cfg->ledger_variants(co);
 
   struct Row {
     int64_t fixed = 0, block = 0, layers = 0;
@@ -89,13 +85,15 @@ void run_ledger(const Opts& o) {
   j["block_bytes"] = L.block_bytes();
   for (auto& [k, r] : by_kind)
     j["by_kind"][k] = {{"specs", r.layers}, {"format", r.format}, {"fixed_bytes", r.fixed}, {"bytes_per_block", r.block}};
+  if (L.draft_bytes() > 0) j["draft_slot_bytes"] = L.draft_bytes();
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (int64_t n : o.contexts) {
-    int64_t paper_bytes = 0;
-    for (const auto& s : P.specs)
-      if (s.kind != cache::CacheKind::compressor_state) paper_bytes += s.bytes_exact(n);
-    nlohmann::ordered_json r = {{"context", n}, {"bytes", L.bytes_for(n)}, {"bytes_exact", L.bytes_exact(n)},
-                                {"paper_9_2_bytes", paper_bytes}};
+    nlohmann::ordered_json r = {{"context", n}, {"bytes", L.bytes_for(n)}, {"bytes_exact", L.bytes_exact(n)}};
+    for (const auto& v : variants) {
+      int64_t bytes = 0;
+      for (const auto& s : v.layout.specs) bytes += s.bytes_exact(n);
+      r[v.key] = bytes;
+    }
     if (memory > 0) r["requests_that_fit"] = int64_t(memory / double(L.bytes_for(n)));
     rows.push_back(r);
   }
@@ -105,10 +103,14 @@ void run_ledger(const Opts& o) {
     std::printf("%s\n", j.dump(2).c_str());
     return;
   }
-  std::printf("%s: %.1f B per token (%.2f KB), %.2f MB fixed per request (window + compressor state); "
-              "blocks of %lld tokens = %lld B; indexer keys %s\n",
+  std::printf("%s: %.1f B per token (%.2f KB), %.2f MB fixed per request; blocks of %lld tokens = %lld B",
               src.c_str(), L.bytes_per_token(), L.bytes_per_token() / 1024, double(L.fixed_bytes()) / (1 << 20),
-              (long long)L.block_tokens, (long long)L.block_bytes(), o.indexer_cache.c_str());
+              (long long)L.block_tokens, (long long)L.block_bytes());
+  if (by_kind.count("indexer_keys")) std::printf("; indexer keys %s", o.indexer_cache.c_str());
+  if (L.draft_bytes() > 0)
+    std::printf("; %.2f MB of the fixed bytes are draft slots for %d speculative tokens",
+                double(L.draft_bytes()) / (1 << 20), o.spec_tokens);
+  std::printf("\n");
   for (auto& [k, r] : by_kind)
     std::printf("  %-17s %3lld specs  %-36s fixed %9.2f MB  per block %9lld B\n", k.c_str(), (long long)r.layers,
                 r.format.c_str(), double(r.fixed) / (1 << 20), (long long)r.block);
@@ -119,10 +121,9 @@ void run_ledger(const Opts& o) {
     if (memory > 0) std::printf("; %lld fit in %s", (long long)r["requests_that_fit"].get<int64_t>(), o.memory.c_str());
     std::printf("\n");
   }
-  std::printf("(layer-by-layer §9.2 counts 576-byte entries without scale bytes and 64-byte FP4 index keys, no "
-              "compressor state: %.2f GB at %lld tokens by that model; the 584-byte entries and 132-byte FP8 keys "
-              "above are new-generation-models.txt's ledger)\n",
-              rows.back()["paper_9_2_bytes"].get<double>() / 1e9, (long long)rows.back()["context"].get<int64_t>());
+  for (const auto& v : variants)
+    std::printf("(%s: %.2f GB at %lld tokens by that accounting)\n", v.description.c_str(),
+                rows.back()[v.key].get<double>() / 1e9, (long long)rows.back()["context"].get<int64_t>());
 }
 
 AutoRegister reg([](CLI::App& app) {
@@ -133,7 +134,10 @@ AutoRegister reg([](CLI::App& app) {
   c->add_option("--context", o->contexts, "tokens of context, one or more (default 131072 1048576)");
   c->add_option("--indexer-cache", o->indexer_cache, "indexer key storage: fp8 (132 B, default) or fp4 (68 B)")
       ->check(CLI::IsMember({"fp4", "fp8"}));
-  c->add_flag("--mtp", o->mtp, "include the MTP block's window (speculative decoding)");
+  c->add_flag("--mtp", o->mtp, "include the MTP block's caches (speculative decoding)");
+  c->add_option("--spec-tokens", o->spec_tokens,
+                "speculative decoding with up to N drafts: the MTP block's caches and the recurrent layers' draft slots")
+      ->check(CLI::Range(0, 16));
   c->add_option("--memory", o->memory, "a memory size (24G, 512M, 80GB): how many requests of each context fit");
   c->add_flag("--json", o->json, "print one JSON object");
   c->callback([o] { run_ledger(*o); });

@@ -10,7 +10,7 @@
 #include "cli/token_ids.h"
 #include "core/error.h"
 #include "io/npy.h"
-#include "models/deepseek_v4/model.h"
+#include "models/registry.h"
 
 namespace strata::cli {
 namespace {
@@ -21,50 +21,32 @@ struct Opts {
   bool stats = false;
 };
 
-// What each layer holds after the run (the seed's §4.3 table): window slots in use, compressed
-// entries, indexer keys, and tokens of the unfinished block waiting in the compressor.
-void print_stats(const dsv4::Model& m, const dsv4::SequenceState& st) {
-  const auto& c = m.config();
-  std::printf("after %lld tokens:\n", (long long)st.pos);
-  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
-    const auto& ls = st.layers[size_t(l)];
-    const int64_t r = c.compress_ratio(l);
-    std::printf("  layer %2lld %-6s window %3lld/%lld", (long long)l, dsv4::layer_kind_name(c.layer_kind(l)),
-                (long long)std::min(st.pos, c.sliding_window), (long long)c.sliding_window);
-    if (r > 0)
-      std::printf("  entries %6lld  tail %3lld", (long long)ls.compressor.n_entries(),
-                  (long long)(st.pos - ls.compressor.n_entries() * r));
-    if (r == 4) std::printf("  index keys %6lld", (long long)ls.index_keys.n_entries());
-    std::printf("\n");
-  }
-}
-
 void run_logits(const Opts& o) {
   std::vector<int64_t> ids = parse_token_ids(o.ids);
   const int64_t n = int64_t(ids.size());
   const int64_t k = o.prefill < 0 ? n : o.prefill;
   if (k < 1 || k > n)
     throw Error("--prefill " + std::to_string(k) + " must be between 1 and the number of ids (" + std::to_string(n) + ")");
-  auto model = dsv4::Model::load(o.model);
-  const int64_t V = model->config().vocab_size;
+  auto model = models::load_model(o.model);
+  const int64_t V = model->vocab_size();
   for (int64_t id : ids)
     if (id >= V) throw Error("--ids: token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(V) + ")");
   if (n > model->max_positions())
     throw Error("--ids: " + std::to_string(n) + " tokens exceed max_position_embeddings " + std::to_string(model->max_positions()));
   std::vector<float> all;
   all.reserve(size_t((1 + n - k) * V));
-  dsv4::SequenceState st = model->new_sequence();
+  auto st = model->new_sequence();
   // Prefill in pieces of --chunk tokens (all at once by default); the result is the same.
   const int64_t step = o.chunk > 0 ? o.chunk : k;
   std::vector<float> lg;
-  for (int64_t b = 0; b < k; b += step) lg = model->forward(st, ids.data() + b, std::min(step, k - b));
+  for (int64_t b = 0; b < k; b += step) lg = model->forward(*st, ids.data() + b, std::min(step, k - b));
   all.insert(all.end(), lg.begin(), lg.end());
   for (int64_t i = k; i < n; ++i) {
-    lg = model->decode(st, ids[size_t(i)]);
+    lg = model->decode(*st, ids[size_t(i)]);
     all.insert(all.end(), lg.begin(), lg.end());
   }
   write_npy(o.out, {1 + n - k, V}, all.data());
-  if (o.stats) print_stats(*model, st);
+  if (o.stats) std::fputs(model->describe_state(*st).c_str(), stdout);
   std::fprintf(stderr, "wrote %s: [%lld, %lld] float32\n", o.out.c_str(), (long long)(1 + n - k), (long long)V);
 }
 

@@ -17,7 +17,7 @@
 #include "core/error.h"
 #include "core/process_stats.h"
 #include "engine/engine.h"
-#include "models/deepseek_v4/model.h"
+#include "models/registry.h"
 #include "server/server.h"
 #include "text/tokenizer.h"
 
@@ -58,7 +58,7 @@ void run_serve(const ServeOpts& o) {
   std::signal(SIGPIPE, SIG_IGN);
 
   const auto t_start = std::chrono::steady_clock::now();
-  std::shared_ptr<dsv4::Model> model = dsv4::Model::load(o.model);
+  std::shared_ptr<const models::Model> model = models::load_model(o.model);
   // Read in (in 2 MB pages where the kernel allows), then pinned with --mlock.
   if (o.mlock || o.preload) preload_checkpoint(model->checkpoint(), o.model, 1e9, /*force=*/true);
   if (o.mlock) lock_checkpoint(model->checkpoint());
@@ -71,7 +71,7 @@ void run_serve(const ServeOpts& o) {
   eo.threads = o.threads;
   eo.index_keys_fp4 = o.indexer_cache == "fp4";
   eo.spec_tokens = o.spec_tokens >= 0 ? o.spec_tokens
-                   : o.speculative   ? int(std::max<int64_t>(1, model->config().num_nextn_predict_layers))
+                   : o.speculative   ? int(std::max<int64_t>(1, model->facts().mtp_layers))
                                      : 0;
   engine::Engine eng(model, tok, eo);
   EngineBackend backend(eng);
@@ -87,7 +87,7 @@ void run_serve(const ServeOpts& o) {
   if (so.model.id.empty()) so.model.id = std::filesystem::path(o.model).parent_path().filename().string();
   so.model.tokenizer = tok.get();
   so.model.max_context = eng.max_context();
-  so.model.vocab_size = std::min<int32_t>(tok->vocab_size(), int32_t(model->config().vocab_size));
+  so.model.vocab_size = std::min<int32_t>(tok->vocab_size(), int32_t(model->vocab_size()));
   server::Server srv(backend, so);
   const int port = srv.bind();
   std::fprintf(stderr, "strata serve: model %s, listening on http://%s:%d\n", so.model.id.c_str(), o.host.c_str(), port);

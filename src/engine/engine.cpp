@@ -15,6 +15,7 @@
 #include <thread>
 #include <unordered_set>
 
+#include "cache/cache_map.h"
 #include "cache/cache_spec.h"
 #include "cache/pool.h"
 #include "core/error.h"
@@ -23,10 +24,7 @@
 #include "engine/scheduler.h"
 #include "engine/speculative.h"
 #include "kernels/parallel.h"
-#include "models/deepseek_v4/cache_layout.h"
-#include "models/deepseek_v4/model.h"
-#include "models/deepseek_v4/indexer_scratch.h"
-#include "models/deepseek_v4/pool_binding.h"
+#include "models/model.h"
 #include "text/tokenizer.h"
 
 namespace strata::engine {
@@ -34,11 +32,13 @@ namespace strata::engine {
 using Req = std::unique_ptr<RequestState>;
 
 struct Engine::Impl {
-  std::shared_ptr<dsv4::Model> model;
+  std::shared_ptr<const models::Model> model;
   std::shared_ptr<const Tokenizer> tok;
   EngineOptions opt;
+  models::CacheOptions cache_options;  // every sequence's, the pool's layout's
   cache::CacheLayout layout;
-  dsv4::IndexKeyFormat index_keys = dsv4::IndexKeyFormat::fp8;  // as the layout stores them
+  // Every cache a sequence holds (the MTP block's too, pooled or not): what an export writes.
+  cache::CacheLayout export_layout;
   int64_t max_context = 0, pool_budget = 0;
   std::vector<int32_t> eos;
 
@@ -67,10 +67,14 @@ struct Engine::Impl {
 
   std::unique_ptr<cache::CachePool> pool;  // engine thread only (its figures are published under mu)
   std::optional<PrefixCache> prefix;       // engine thread only; its checkpoints live in the pool (declared after it)
-  // The indexer's working memory, carved from the pool's workspace (declared after the pool):
-  // every request's forward pass uses it, one query at a time. Empty for a model without CSA.
-  dsv4::IndexerScratch indexer_scratch;
-  const dsv4::IndexerScratch* scratch_for_states() const { return indexer_scratch.empty() ? nullptr : &indexer_scratch; }
+  // The forward pass's working memory, carved from the pool's workspace (declared after the
+  // pool): every request's forward pass uses it, one at a time. Null when the model needs none.
+  std::unique_ptr<models::Workspace> workspace;
+  std::unique_ptr<models::Sequence> new_state() const {
+    auto st = model->new_sequence(cache_options);
+    st->use_workspace(workspace.get());
+    return st;
+  }
   // What a request at this context costs the pool: its slot and blocks with their alignment.
   int64_t bytes_for(int64_t context) const {
     return pool->slot_stride() + layout.blocks_for(context) * pool->block_stride();
@@ -119,7 +123,8 @@ void deliver(RequestState& r, const Event& ev) {
 
 }  // namespace
 
-Engine::Engine(std::shared_ptr<dsv4::Model> model, std::shared_ptr<const Tokenizer> tokenizer, EngineOptions options)
+Engine::Engine(std::shared_ptr<const models::Model> model, std::shared_ptr<const Tokenizer> tokenizer,
+               EngineOptions options)
     : impl_(std::make_unique<Impl>()) {
   if (!model) throw Error("engine: no model");
   if (!tokenizer) throw Error("engine: no tokenizer");
@@ -127,13 +132,17 @@ Engine::Engine(std::shared_ptr<dsv4::Model> model, std::shared_ptr<const Tokeniz
   I.model = std::move(model);
   I.tok = std::move(tokenizer);
   I.opt = options;
-  const auto& cfg = I.model->config();
-  I.index_keys = options.index_keys_fp4 ? dsv4::IndexKeyFormat::fp4 : dsv4::IndexKeyFormat::fp8;
+  const auto& mc = I.model->model_config();
+  const auto& facts = I.model->facts();
+  I.cache_options.fp4_index_keys = options.index_keys_fp4;
+  I.cache_options.include_mtp = options.spec_tokens > 0;  // the drafter's MTP state lives in the pool too
+  I.cache_options.draft_tokens = std::max(0, options.spec_tokens);
+  I.layout = mc.cache_layout(I.cache_options);
   {
-    dsv4::CacheLayoutOptions lo;
-    lo.index_keys = I.index_keys;
-    lo.include_mtp = options.spec_tokens > 0;  // the drafter's MTP state lives in the pool too
-    I.layout = dsv4::cache_layout(cfg, lo);
+    models::CacheOptions all = I.cache_options;
+    all.include_mtp = true;
+    all.draft_tokens = 0;
+    I.export_layout = mc.cache_layout(all);
   }
   I.max_context = options.max_context > 0 ? std::min(options.max_context, I.model->max_positions())
                                           : I.model->max_positions();
@@ -144,16 +153,16 @@ Engine::Engine(std::shared_ptr<dsv4::Model> model, std::shared_ptr<const Tokeniz
                       : I.opt.max_running * cache::CachePool::sequence_bytes_bound(I.layout, I.max_context);
   if (options.threads > 0) kernels::set_num_threads(options.threads);  // before the scratch's parts
   {
-    // The indexer's scratch: one part per thread, scores for the longest context (bounded,
-    // allocated once, counted by the pool as its workspace).
+    // The forward pass's working memory: one part per thread, sized for the longest context
+    // (bounded, allocated once, counted by the pool as its workspace).
     const int64_t parts = kernels::num_threads();
-    const int64_t ws = dsv4::indexer_scratch_bytes(cfg, I.max_context, parts);
+    const int64_t ws = mc.workspace_bytes(I.max_context, parts);
     I.pool = std::make_unique<cache::CachePool>(I.layout, I.pool_budget, false, ws);
-    I.indexer_scratch =
-        dsv4::indexer_scratch_view(cfg, I.max_context, parts, I.pool->workspace(), I.pool->workspace_bytes());
+    if (ws > 0) I.workspace = I.model->workspace(I.pool->workspace(), I.pool->workspace_bytes(), I.max_context, parts);
   }
-  if (cfg.eos_token_id >= 0) I.eos.push_back(int32_t(cfg.eos_token_id));
-  if (I.tok->eos_id() >= 0 && I.tok->eos_id() != cfg.eos_token_id) I.eos.push_back(I.tok->eos_id());
+  for (int64_t e : facts.eos_token_ids) I.eos.push_back(int32_t(e));
+  if (I.tok->eos_id() >= 0 && std::find(I.eos.begin(), I.eos.end(), I.tok->eos_id()) == I.eos.end())
+    I.eos.push_back(I.tok->eos_id());
   if (options.prefix_cache) I.prefix.emplace(*I.pool);
   if (options.spec_tokens < 0) throw Error("engine: spec_tokens must be >= 0");
   if (options.spec_tokens > 0) {
@@ -168,7 +177,7 @@ Engine::Engine(std::shared_ptr<dsv4::Model> model, std::shared_ptr<const Tokeniz
 
 Engine::~Engine() { shutdown(false); }
 
-const dsv4::Model& Engine::model() const { return *impl_->model; }
+const models::Model& Engine::model() const { return *impl_->model; }
 const Tokenizer& Engine::tokenizer() const { return *impl_->tok; }
 int64_t Engine::max_context() const { return impl_->max_context; }
 
@@ -176,7 +185,7 @@ uint64_t Engine::submit(Request r, EventCallback on_event) {
   auto& I = *impl_;
   const int64_t n = int64_t(r.prompt.size());
   if (n == 0) throw Error("the prompt is empty");
-  const int32_t vocab = int32_t(I.model->config().vocab_size);
+  const int32_t vocab = int32_t(I.model->vocab_size());
   for (int32_t id : r.prompt)
     if (id < 0 || id >= vocab)
       throw Error("prompt token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(vocab) +
@@ -255,13 +264,29 @@ void Engine::export_request(uint64_t request_id, const std::string& path) {
 uint64_t Engine::import_request(const std::string& path, EventCallback on_event) {
   auto& I = *impl_;
   RequestSnapshot snap = read_snapshot(path);
-  const auto& cfg = I.model->config();
-  const int32_t vocab = int32_t(cfg.vocab_size);
+  const int32_t vocab = int32_t(I.model->vocab_size());
   for (int32_t t : snap.tokens)
     if (t < 0 || t >= vocab) throw Error(path + ": token id " + std::to_string(t) + " is outside the vocabulary");
-  if (snap.has_state && (snap.state.pos > int64_t(snap.tokens.size()) ||
-                         !dsv4::state_fits(snap.state, I.model->new_sequence(I.index_keys))))
-    throw Error(path + ": the snapshot's state does not fit this model");
+  if (snap.model_type != I.model->facts().model_type)
+    throw Error(path + ": the request ran on a " + snap.model_type + " model, this one is " +
+                I.model->facts().model_type);
+  std::unique_ptr<models::Sequence> state;
+  if (snap.has_state) {
+    state = I.new_state();
+    const int64_t n_mtp = int64_t(state->mtp_pos.size());
+    if (int64_t(snap.mtp_pos.size()) != n_mtp) throw Error(path + ": the snapshot's state does not fit this model");
+    for (int64_t p : snap.mtp_pos)
+      if (p < 0 || p > snap.pos) throw Error(path + ": the snapshot's state does not fit this model");
+    state->pos = snap.pos;
+    state->mtp_pos = snap.mtp_pos;
+    state->mtp_hidden = snap.mtp_hidden;
+    try {
+      auto map = state->cache_map(I.export_layout);
+      cache::import_caches(snap.caches, map, I.export_layout);
+    } catch (const Error& e) {
+      throw Error(path + ": the snapshot's state does not fit this model: " + e.what());
+    }
+  }
   if (int64_t(snap.tokens.size()) >= I.max_context) throw Error(path + ": the request is at the end of the context");
   std::lock_guard lk(I.mu);
   if (I.stopping) throw Error("the engine is shutting down");
@@ -272,8 +297,8 @@ uint64_t Engine::import_request(const std::string& path, EventCallback on_event)
     while (I.live_ids.count(I.next_id)) ++I.next_id;
     id = I.next_id++;
   }
-  auto req = std::make_unique<RequestState>(id, I.next_arrival++, std::move(snap), *I.tok, std::move(on_event));
-  if (req->state) req->state->indexer_scratch = I.scratch_for_states();
+  auto req = std::make_unique<RequestState>(id, I.next_arrival++, std::move(snap), std::move(state), *I.tok,
+                                            std::move(on_event));
   if (I.drafter) req->draft_length.emplace(I.opt.spec_tokens);
   if (req->sampler.vocab_size() != vocab) throw Error(path + ": the snapshot's vocabulary does not fit this model");
   I.live_ids.insert(id);
@@ -329,8 +354,7 @@ void Engine::Impl::publish_pool() {
 // of its tokens (leaving at least the last token to compute, whose logits are sampled), or
 // empty.
 void Engine::Impl::start(RequestState& r) {
-  r.state = model->new_sequence(index_keys);
-  r.state->indexer_scratch = scratch_for_states();
+  r.state = new_state();
   const bool first = r.computed_high == 0;
   int64_t hit = 0;
   if (prefix) hit = prefix->restore(r.tokens, int64_t(r.tokens.size()) - 1, *r.state, r.pool);
@@ -351,14 +375,14 @@ void Engine::Impl::run_batched(std::vector<int64_t>& left, std::vector<std::vect
   const int64_t bt = layout.block_tokens;
   std::vector<std::vector<int64_t>> ids(running.size());
   while (true) {
-    std::vector<dsv4::Model::BatchItem> items;
+    std::vector<models::Model::BatchItem> items;
     std::vector<size_t> who;
     for (size_t i = 0; i < running.size(); ++i) {
       if (!running[i] || left[i] == 0) continue;
       RequestState& r = *running[i];
       const int64_t c0 = r.context();
       const int64_t k = prefix ? std::min(left[i], (c0 / bt + 1) * bt - c0) : left[i];
-      dsv4::Model::BatchItem it;
+      models::Model::BatchItem it;
       it.state = &*r.state;
       if (!r.spec_feed.empty()) {  // [pending, drafts]: every row's logits, writes recorded
         ids[i] = r.spec_feed;
@@ -411,7 +435,8 @@ bool Engine::Impl::reserve(RequestState& r, int64_t context) {
   while (!pool->reserve(r.pool, context))
     if (!prefix || !prefix->evict_one()) return false;
   if (!r.in_pool) {
-    dsv4::bind_to_pool(*r.state, *pool, r.pool);
+    auto map = r.state->cache_map(layout);
+    cache::bind_to_pool(map, *pool, r.pool);
     r.in_pool = true;
   }
   return true;
@@ -490,7 +515,7 @@ bool Engine::Impl::sample_row(Req& r, std::vector<float>& row, StepTimes& t) {
 void Engine::Impl::verify_drafts(Req& r, std::vector<float>& all, StepTimes& t, std::vector<Verified>& out) {
   const std::vector<int64_t> feed = std::move(r->spec_feed);
   r->spec_feed.clear();
-  const int64_t n = int64_t(feed.size()), V = model->config().vocab_size, c0 = r->context() - n;
+  const int64_t n = int64_t(feed.size()), V = model->vocab_size(), c0 = r->context() - n;
   std::vector<float> row(static_cast<size_t>(V));
   int64_t keep = 0;
   while (keep < n) {
@@ -537,11 +562,11 @@ void Engine::Impl::do_exports() {
     try {
       std::optional<RequestSnapshot> snap;
       for (auto& r : running)
-        if (r && r->id == job->id) snap = r->snapshot();
+        if (r && r->id == job->id) snap = r->snapshot(model->facts().model_type, export_layout);
       if (!snap) {
         std::lock_guard lk(mu);
         for (auto& r : waiting)
-          if (r->id == job->id) snap = r->snapshot();
+          if (r->id == job->id) snap = r->snapshot(model->facts().model_type, export_layout);
       }
       if (!snap) throw Error("no request " + std::to_string(job->id) + " to export (it has finished)");
       write_snapshot(job->path, *snap);

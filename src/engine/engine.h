@@ -23,7 +23,7 @@
 
 namespace strata {
 class Tokenizer;
-namespace dsv4 {
+namespace models {
 class Model;
 }
 }  // namespace strata
@@ -70,7 +70,7 @@ struct EngineOptions {
   // acceptance rate and to the number of decoding requests.
   int spec_tokens = 0;
   bool spec_adaptive = true;
-  // Indexer keys stored as FP4 (68 B) instead of FP8 (132 B): same values, same outputs.
+  // Sparse-indexer keys stored as FP4 (68 B) instead of FP8 (132 B): same values, same outputs.
   bool index_keys_fp4 = false;
 };
 
@@ -87,7 +87,7 @@ struct EngineMetrics {
   // Speculative decoding: verification rounds, drafted and accepted tokens, tokens produced.
   int64_t spec_rounds = 0, spec_drafted = 0, spec_accepted = 0, spec_emitted = 0;
   int64_t pool_bytes_total = 0;
-  int64_t pool_workspace_bytes = 0;  // the forward pass's working memory beside the caches (the indexer's)
+  int64_t pool_workspace_bytes = 0;  // the forward pass's working memory beside the caches (e.g. an indexer's)
   // Prefix checkpoints held in the pool: each a slot, and the blocks they reference (shared
   // with each other and with running requests, counted once).
   int64_t prefix_checkpoints = 0, prefix_blocks = 0;
@@ -97,7 +97,7 @@ struct EngineMetrics {
 
 class Engine {
  public:
-  Engine(std::shared_ptr<dsv4::Model> model, std::shared_ptr<const Tokenizer> tokenizer, EngineOptions options);
+  Engine(std::shared_ptr<const models::Model> model, std::shared_ptr<const Tokenizer> tokenizer, EngineOptions options);
   ~Engine();  // shutdown(false)
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -123,7 +123,7 @@ class Engine {
   // exported id unless that one is in use here). Throws strata::Error for a bad file.
   uint64_t import_request(const std::string& path, EventCallback on_event);
 
-  const dsv4::Model& model() const;
+  const models::Model& model() const;
   const Tokenizer& tokenizer() const;
   int64_t max_context() const;
 

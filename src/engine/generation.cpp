@@ -1,5 +1,6 @@
 #include "engine/generation.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "core/error.h"
@@ -10,14 +11,14 @@
 
 namespace strata {
 
-GenerationStats generate(dsv4::Model& model, dsv4::SequenceState& state, const Tokenizer& tok,
+GenerationStats generate(const models::Model& model, models::Sequence& state, const Tokenizer& tok,
                          const std::vector<int32_t>& prompt, const SamplingParams& params, uint64_t request_id,
                          const std::function<bool(const GenerationEvent&)>& on_event,
                          const SpeculativeOptions& spec) {
   using clock = std::chrono::steady_clock;
   if (prompt.empty()) throw Error("the prompt is empty");
-  const auto& cfg = model.config();
-  const int32_t vocab = int32_t(cfg.vocab_size);
+  const auto& facts = model.facts();
+  const int32_t vocab = int32_t(facts.vocab_size);
   const int64_t room = model.max_positions() - state.pos;
   if (int64_t(prompt.size()) > room)
     throw Error("prompt of " + std::to_string(prompt.size()) + " tokens exceeds the context (" +
@@ -27,8 +28,8 @@ GenerationStats generate(dsv4::Model& model, dsv4::SequenceState& state, const T
   if (!p.max_tokens || *p.max_tokens > max_new) p.max_tokens = max_new;
 
   std::vector<int32_t> eos;
-  if (cfg.eos_token_id >= 0) eos.push_back(int32_t(cfg.eos_token_id));
-  if (tok.eos_id() >= 0 && tok.eos_id() != cfg.eos_token_id) eos.push_back(tok.eos_id());
+  for (int64_t e : facts.eos_token_ids) eos.push_back(int32_t(e));
+  if (tok.eos_id() >= 0 && std::find(eos.begin(), eos.end(), tok.eos_id()) == eos.end()) eos.push_back(tok.eos_id());
   Sampler sampler(p, vocab, request_id, prompt, eos);
   StopMatcher stops(p.stop);
   StreamDecoder decoder(tok, /*skip_special=*/true);
@@ -70,7 +71,7 @@ GenerationStats generate(dsv4::Model& model, dsv4::SequenceState& state, const T
     while (emit(logits)) logits = model.decode(state, st.tokens.back());
   } else if (emit(logits)) {
     DraftLength length(spec.max_draft);
-    const int64_t V = cfg.vocab_size;
+    const int64_t V = facts.vocab_size;
     std::vector<float> row(static_cast<size_t>(V));
     cache::UndoLog undo;
     bool going = true;

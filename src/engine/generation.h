@@ -13,7 +13,7 @@
 #include "engine/logprobs.h"
 #include "engine/sampling_params.h"
 #include "engine/speculative.h"
-#include "models/deepseek_v4/model.h"
+#include "models/model.h"
 #include "text/tokenizer.h"
 
 namespace strata {
@@ -39,7 +39,7 @@ struct GenerationStats {
 // tokenizer's (V4: 129,280 rows, 128,818 tokens); rows without a token are never sampled.
 // With spec.max_draft > 0 the MTP block drafts and the main model verifies (speculative.h):
 // the tokens, text and final state are bitwise the same as without.
-GenerationStats generate(dsv4::Model& model, dsv4::SequenceState& state, const Tokenizer& tok,
+GenerationStats generate(const models::Model& model, models::Sequence& state, const Tokenizer& tok,
                          const std::vector<int32_t>& prompt, const SamplingParams& params, uint64_t request_id,
                          const std::function<bool(const GenerationEvent&)>& on_event,
                          const SpeculativeOptions& spec = {});

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "models/deepseek_v4/pool_binding.h"
+#include "cache/cache_map.h"
 
 namespace strata::engine {
 
@@ -47,15 +47,15 @@ PrefixCache::Checkpoint* PrefixCache::find(uint64_t key, const std::vector<int32
   return &c;
 }
 
-int64_t PrefixCache::restore(const std::vector<int32_t>& tokens, int64_t limit, dsv4::SequenceState& st,
+int64_t PrefixCache::restore(const std::vector<int32_t>& tokens, int64_t limit, models::Sequence& st,
                              cache::PoolSeq& seq) {
   const std::vector<uint64_t> keys = chains(tokens, std::min<int64_t>(limit, int64_t(tokens.size())) / block_);
   for (int64_t k = int64_t(keys.size()); k > 0; --k) {
     Checkpoint* c = find(keys[size_t(k - 1)], tokens, k);
     if (!c) continue;
     lru_.splice(lru_.begin(), lru_, c->lru);
-    // Complete blocks shared; a block still being written (never for V4's main layers at a
-    // block boundary) copied, since the request will write into it.
+    // Complete blocks shared; a block still being written (an MTP layer a token behind) copied,
+    // since the request will write into it.
     pool_.share(seq, c->seq.blocks, size_t(c->shared));
     bool ok = pool_.take_slot(seq);
     for (size_t b = size_t(c->shared); ok && b < c->seq.blocks.size(); ++b) ok = pool_.append_copy(seq, c->seq.blocks[b]);
@@ -63,17 +63,18 @@ int64_t PrefixCache::restore(const std::vector<int32_t>& tokens, int64_t limit, 
       pool_.release(seq);
       return 0;
     }
-    std::memcpy(pool_.slot_data(seq.slot), pool_.slot_data(c->seq.slot), size_t(pool_.slot_stride()));
+    cache::copy_slot_state(pool_, c->seq.slot, seq.slot);
     st.pos = c->pos;
     st.mtp_pos = c->mtp_pos;
     st.mtp_hidden = c->mtp_hidden;
-    dsv4::adopt_from_pool(st, pool_, seq);
+    auto map = st.cache_map(pool_.layout());
+    cache::adopt_from_pool(map, pool_, seq);
     return c->pos;
   }
   return 0;
 }
 
-bool PrefixCache::insert(const std::vector<int32_t>& tokens, const dsv4::SequenceState& st, const cache::PoolSeq& seq) {
+bool PrefixCache::insert(const std::vector<int32_t>& tokens, models::Sequence& st, const cache::PoolSeq& seq) {
   if (st.pos <= 0 || st.pos % block_ || st.pos > int64_t(tokens.size())) return false;
   if (seq.slot < 0 || int64_t(seq.blocks.size()) < pool_.layout().blocks_for(st.pos)) return false;
   const uint64_t key = chain(tokens, st.pos / block_);
@@ -81,7 +82,7 @@ bool PrefixCache::insert(const std::vector<int32_t>& tokens, const dsv4::Sequenc
   Checkpoint c;
   while (!pool_.take_slot(c.seq))
     if (!evict_one()) return false;
-  c.shared = dsv4::complete_blocks(st, pool_.layout());  // at most blocks_for(st.pos)
+  c.shared = cache::complete_blocks(st.cache_map(pool_.layout()), pool_.layout(), st.pos);
   pool_.share(c.seq, seq.blocks, size_t(c.shared));
   for (int64_t b = c.shared; b < pool_.layout().blocks_for(st.pos); ++b)
     while (!pool_.append_copy(c.seq, seq.blocks[size_t(b)]))
@@ -89,7 +90,7 @@ bool PrefixCache::insert(const std::vector<int32_t>& tokens, const dsv4::Sequenc
         pool_.release(c.seq);
         return false;
       }
-  std::memcpy(pool_.slot_data(c.seq.slot), pool_.slot_data(seq.slot), size_t(pool_.slot_stride()));
+  cache::copy_slot_state(pool_, seq.slot, c.seq.slot);
   c.tokens.assign(tokens.begin(), tokens.begin() + st.pos);
   c.pos = st.pos;
   c.mtp_pos = st.mtp_pos;

@@ -1,7 +1,7 @@
-// Prefix cache over the pool: at each 128-token block boundary of a prompt a checkpoint keeps
-// the request's blocks (shared, reference-counted: the compressed entries and indexer keys of
-// every complete block are never copied) and a copy of its fixed state (window ring,
-// compressor slot rows) in a pool slot of its own. Checkpoints are found again by a hash chain
+// Prefix cache over the pool: at each block boundary of a prompt a checkpoint keeps the
+// request's blocks (shared, reference-counted: the entries of every complete block are never
+// copied) and a copy of its fixed state (window rings, compressor slot rows, recurrent states)
+// in a pool slot of its own, as each cache kind's checkpoint policy says (cache/kind_policy.h). Checkpoints are found again by a hash chain
 // over the token ids of the blocks. A request whose first k complete blocks match shares those
 // blocks, copies the slot and computes only the rest; since the forward pass is bitwise
 // independent of how a sequence is chunked, its output equals a cold run's.
@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "cache/pool.h"
-#include "models/deepseek_v4/state.h"
+#include "models/model.h"
 
 namespace strata::engine {
 
@@ -29,14 +29,15 @@ class PrefixCache {
   PrefixCache& operator=(const PrefixCache&) = delete;
 
   int64_t block_tokens() const { return block_; }
-  // Restores the longest checkpoint of tokens[0 .. 128·k) with 128·k <= limit into `st` (a
-  // fresh new_sequence()) and `seq` (empty): shared blocks, a copied slot. Returns the tokens
-  // covered; 0 = miss, or the pool had no room for the slot (nothing taken then).
-  int64_t restore(const std::vector<int32_t>& tokens, int64_t limit, dsv4::SequenceState& st, cache::PoolSeq& seq);
+  // Restores the longest checkpoint of tokens[0 .. B·k) with B·k <= limit (B = block_tokens)
+  // into `st` (a fresh Model::new_sequence() for the pool's layout) and `seq` (empty): shared
+  // blocks, a copied slot. Returns the tokens covered; 0 = miss, or the pool had no room for
+  // the slot (nothing taken then).
+  int64_t restore(const std::vector<int32_t>& tokens, int64_t limit, models::Sequence& st, cache::PoolSeq& seq);
   // Keeps `st` (at position st.pos, a block boundary; bound to the pool in `seq`) as the
   // checkpoint of tokens[0..st.pos), evicting older checkpoints if the pool needs their room
   // for the slot. False when it could not (the pool is full of running requests).
-  bool insert(const std::vector<int32_t>& tokens, const dsv4::SequenceState& st, const cache::PoolSeq& seq);
+  bool insert(const std::vector<int32_t>& tokens, models::Sequence& st, const cache::PoolSeq& seq);
   // Drops the least recently used checkpoint (its slot, its references); false when empty.
   bool evict_one();
   size_t size() const { return map_.size(); }

@@ -13,8 +13,8 @@ namespace {
 
 using json = nlohmann::json;
 constexpr char kMagic[8] = {'S', 'T', 'R', 'A', 'T', 'A', 'R', 'Q'};
-// 2: cache entries in their storage formats (entry_codec.h) instead of fp32.
-constexpr int kVersion = 2;
+// 3: caches as records of the model's cache specs (any architecture).
+constexpr int kVersion = 3;
 
 json floats(const std::vector<float>& v) {
   std::vector<uint8_t> b(v.size() * sizeof(float));
@@ -30,65 +30,36 @@ std::vector<float> floats(const json& j) {
   return v;
 }
 
-json codec(const dsv4::EntryCodec& c) { return {{"kind", int(c.kind)}, {"head_dim", c.head_dim}, {"rope_dim", c.rope_dim}}; }
-
-dsv4::EntryCodec codec(const json& j) {
-  const int kind = j.at("kind").get<int>();
-  if (kind < 0 || kind > int(dsv4::EntryCodec::Kind::index_fp4)) throw Error("request snapshot: unknown entry format");
-  return {dsv4::EntryCodec::Kind(kind), j.at("head_dim").get<int64_t>(), j.at("rope_dim").get<int64_t>()};
+json records(const std::vector<cache::CacheRecord>& rs) {
+  json out = json::array();
+  for (const auto& r : rs)
+    out.push_back({{"kind", r.kind}, {"layer", r.layer}, {"format", r.format}, {"entries", r.entries},
+                   {"bytes", json::binary(r.bytes)}});
+  return out;
 }
 
-json compressor(const dsv4::CompressorState& c) {
-  return {{"ratio", c.ratio}, {"head_dim", c.head_dim}, {"overlap", c.overlap}, {"codec", codec(c.codec)},
-          {"kv", floats(c.kv.to_vector())}, {"score", floats(c.score.to_vector())}, {"entries", json::binary(c.entries.to_bytes())}};
-}
-
-dsv4::CompressorState compressor(const json& j) {
-  dsv4::CompressorState c;
-  c.ratio = j.at("ratio").get<int64_t>();
-  c.head_dim = j.at("head_dim").get<int64_t>();
-  c.overlap = j.at("overlap").get<bool>();
-  c.codec = codec(j.at("codec"));
-  c.kv = floats(j.at("kv"));
-  c.score = floats(j.at("score"));
-  c.entries.init(c.codec.bytes());
-  c.entries.assign_bytes(j.at("entries").get_binary());
-  return c;
-}
-
-json layer(const dsv4::LayerState& l) {
-  return {{"window", l.window}, {"head_dim", l.head_dim}, {"codec", codec(l.codec)}, {"ring", json::binary(l.ring.to_vector())},
-          {"compressor", compressor(l.compressor)}, {"index_keys", compressor(l.index_keys)}};
-}
-
-dsv4::LayerState layer(const json& j) {
-  dsv4::LayerState l;
-  l.window = j.at("window").get<int64_t>();
-  l.head_dim = j.at("head_dim").get<int64_t>();
-  l.codec = codec(j.at("codec"));
-  l.ring = j.at("ring").get_binary();
-  l.compressor = compressor(j.at("compressor"));
-  l.index_keys = compressor(j.at("index_keys"));
-  return l;
+std::vector<cache::CacheRecord> records(const json& j) {
+  std::vector<cache::CacheRecord> out;
+  for (const auto& r : j)
+    out.push_back({r.at("kind").get<std::string>(), r.at("layer").get<int64_t>(), r.at("format").get<std::string>(),
+                   r.at("entries").get<int64_t>(), r.at("bytes").get_binary()});
+  return out;
 }
 
 }  // namespace
 
 void write_snapshot(const std::string& path, const RequestSnapshot& s) {
-  json layers = json::array(), mtp = json::array();
-  for (const auto& l : s.state.layers) layers.push_back(layer(l));
-  for (const auto& l : s.state.mtp) mtp.push_back(layer(l));
   json j = {{"version", kVersion},
+            {"model_type", s.model_type},
             {"id", s.id},
             {"tokens", s.tokens},
             {"prompt_tokens", s.prompt_tokens},
             {"cached_prompt_tokens", s.cached_prompt_tokens},
             {"has_state", s.has_state},
-            {"pos", s.state.pos},
-            {"layers", layers},
-            {"mtp", mtp},
-            {"mtp_pos", s.state.mtp_pos},
-            {"mtp_hidden", floats(s.state.mtp_hidden)},
+            {"pos", s.pos},
+            {"mtp_pos", s.mtp_pos},
+            {"mtp_hidden", floats(s.mtp_hidden)},
+            {"caches", records(s.caches)},
             {"sampler", json::binary(s.sampler)},
             {"stops", json::binary(s.stops)}};
   std::vector<uint8_t> body = json::to_cbor(j);
@@ -114,14 +85,14 @@ RequestSnapshot read_snapshot(const std::string& path) {
     s.prompt_tokens = j.at("prompt_tokens").get<int64_t>();
     s.cached_prompt_tokens = j.at("cached_prompt_tokens").get<int64_t>();
     s.has_state = j.at("has_state").get<bool>();
-    s.state.pos = j.at("pos").get<int64_t>();
-    for (const auto& l : j.at("layers")) s.state.layers.push_back(layer(l));
-    for (const auto& l : j.at("mtp")) s.state.mtp.push_back(layer(l));
-    s.state.mtp_pos = j.at("mtp_pos").get<std::vector<int64_t>>();
-    s.state.mtp_hidden = floats(j.at("mtp_hidden"));
+    s.model_type = j.at("model_type").get<std::string>();
+    s.pos = j.at("pos").get<int64_t>();
+    s.mtp_pos = j.at("mtp_pos").get<std::vector<int64_t>>();
+    s.mtp_hidden = floats(j.at("mtp_hidden"));
+    s.caches = records(j.at("caches"));
     s.sampler = j.at("sampler").get_binary();
     s.stops = j.at("stops").get_binary();
-    if (s.prompt_tokens < 1 || s.prompt_tokens > int64_t(s.tokens.size()) || s.state.pos > int64_t(s.tokens.size()))
+    if (s.prompt_tokens < 1 || s.prompt_tokens > int64_t(s.tokens.size()) || s.pos < 0 || s.pos > int64_t(s.tokens.size()))
       throw Error(path + ": inconsistent request snapshot");
     return s;
   } catch (const nlohmann::json::exception& e) {

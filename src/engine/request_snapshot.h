@@ -1,7 +1,8 @@
-// A request's full state in one file: its tokens, every cache kind of its sequence state
-// (window rings, compressor partial states and entries, indexer keys, MTP state, position)
-// and its sampler (parameters, Philox key and counter, history) and stop matcher. Restored in
-// the same or another process, the request continues exactly as it would have.
+// A request's full state in one file: its tokens, every cache of its sequence state in the
+// storage formats of the model's cache specs (cache/cache_records.h: what each kind exports is
+// its policy), its position and MTP progress, and its sampler (parameters, Philox key and
+// counter, history) and stop matcher. Restored in the same or another process with the same
+// model, the request continues exactly as it would have.
 //
 // Format: the 8 bytes "STRATARQ", then one CBOR document; float arrays are CBOR byte strings
 // of little-endian fp32 (the hosts we run on), so a restore is bit-exact.
@@ -12,7 +13,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "models/deepseek_v4/state.h"
+#include "cache/cache_records.h"
 
 namespace strata::engine {
 
@@ -21,7 +22,11 @@ struct RequestSnapshot {
   std::vector<int32_t> tokens;  // prompt, then the generated tokens
   int64_t prompt_tokens = 0, cached_prompt_tokens = 0;
   bool has_state = false;       // false: waiting or preempted (recomputed after restore)
-  dsv4::SequenceState state;
+  std::string model_type;       // of the model that ran it (a clear error on another model)
+  int64_t pos = 0;              // the state's position, MTP progress and caches
+  std::vector<int64_t> mtp_pos;
+  std::vector<float> mtp_hidden;
+  std::vector<cache::CacheRecord> caches;
   std::vector<uint8_t> sampler;  // Sampler::to_bytes()
   std::vector<uint8_t> stops;    // StopMatcher::to_json() as CBOR
 };

@@ -18,7 +18,8 @@ RequestState::RequestState(uint64_t id_, int64_t arrival_, std::vector<int32_t> 
       on_event(std::move(cb)),
       submitted(clock::now()) {}
 
-RequestState::RequestState(uint64_t id_, int64_t arrival_, RequestSnapshot snap, const Tokenizer& tok, EventCallback cb)
+RequestState::RequestState(uint64_t id_, int64_t arrival_, RequestSnapshot snap, std::unique_ptr<models::Sequence> st,
+                           const Tokenizer& tok, EventCallback cb)
     : id(id_),
       arrival(arrival_),
       prompt_tokens(snap.prompt_tokens),
@@ -32,22 +33,25 @@ RequestState::RequestState(uint64_t id_, int64_t arrival_, RequestSnapshot snap,
       cached_prompt_tokens(snap.cached_prompt_tokens) {
   for (int64_t i = prompt_tokens; i < int64_t(tokens.size()); ++i) decoder.push(tokens[size_t(i)]);
   first_token_done = generated() > 0;
-  if (snap.has_state) {
-    state = std::move(snap.state);
+  if (st) {
+    state = std::move(st);
     computed_high = state->pos;
   }
 }
 
-RequestSnapshot RequestState::snapshot() const {
+RequestSnapshot RequestState::snapshot(const std::string& model_type, const cache::CacheLayout& layout) const {
   RequestSnapshot s;
   s.id = id;
   s.tokens = tokens;
   s.prompt_tokens = prompt_tokens;
   s.cached_prompt_tokens = cached_prompt_tokens;
-  s.has_state = state.has_value();
+  s.has_state = state != nullptr;
+  s.model_type = model_type;
   if (state) {
-    s.state = *state;
-    s.state.indexer_scratch = nullptr;  // the engine's, not part of the state
+    s.pos = state->pos;
+    s.mtp_pos = state->mtp_pos;
+    s.mtp_hidden = state->mtp_hidden;
+    s.caches = cache::export_caches(state->cache_map(layout), layout);
   }
   s.sampler = sampler.to_bytes();
   s.stops = nlohmann::json::to_cbor(stops.to_json());

@@ -15,7 +15,7 @@
 #include "engine/sampler.h"
 #include "engine/speculative.h"
 #include "engine/stop_matcher.h"
-#include "models/deepseek_v4/state.h"
+#include "models/model.h"
 #include "text/tokenizer.h"
 
 namespace strata::engine {
@@ -28,14 +28,17 @@ struct RequestState {
 
   // Restored from a snapshot: the decoder is rebuilt by replaying the generated tokens (its
   // held-back bytes depend only on them); sampler and stop matcher continue where they were.
-  RequestState(uint64_t id, int64_t arrival, RequestSnapshot snap, const Tokenizer& tok, EventCallback cb);
-  RequestSnapshot snapshot() const;
+  // state: the snapshot's sequence state, rebuilt by the engine (null when it had none).
+  RequestState(uint64_t id, int64_t arrival, RequestSnapshot snap, std::unique_ptr<models::Sequence> state,
+               const Tokenizer& tok, EventCallback cb);
+  // The state's caches are exported as the specs of `layout` (every cache the state holds).
+  RequestSnapshot snapshot(const std::string& model_type, const cache::CacheLayout& layout) const;
 
   uint64_t id;
   int64_t arrival;                 // submit order: the queue's and the scheduler's fairness key
   int64_t prompt_tokens;
   std::vector<int32_t> tokens;     // prompt, then every sampled token
-  std::optional<dsv4::SequenceState> state;  // tokens[0 .. state->pos) are in the cache
+  std::unique_ptr<models::Sequence> state;  // tokens[0 .. state->pos) are in the cache
   cache::PoolSeq pool;             // its slot and blocks in the engine's pool (empty when state is)
   bool in_pool = false;            // state lives in `pool` (pool_binding.h), not in its own memory
   Sampler sampler;

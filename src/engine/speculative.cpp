@@ -5,7 +5,6 @@
 #include "cache/undo_log.h"
 #include "core/error.h"
 #include "engine/sampling_ops.h"
-#include "models/deepseek_v4/attention.h"
 
 namespace strata {
 
@@ -48,41 +47,36 @@ void DraftLength::observe_time(int64_t rows, double seconds) {
   }
 }
 
-bool MtpDrafter::one_behind(const dsv4::SequenceState& st, int64_t pos) const {
-  const auto& cfg = m_.config();
-  return pos > 0 && st.mtp_pos[0] == pos - 1 && int64_t(st.mtp_hidden.size()) == cfg.hc_mult * cfg.hidden_size;
+bool MtpDrafter::one_behind(const models::Sequence& st, int64_t pos) const {
+  return pos > 0 && st.mtp_pos[0] == pos - 1 && int64_t(st.mtp_hidden.size()) == m_.facts().hidden_width;
 }
 
-void MtpDrafter::sync(dsv4::SequenceState& st, const int64_t* ids, int64_t n, const float* hidden) const {
+void MtpDrafter::sync(models::Sequence& st, const int64_t* ids, int64_t n, const float* hidden) const {
   sync_batch({SyncJob{&st, ids, n, hidden}});
 }
 
 void MtpDrafter::sync_batch(const std::vector<SyncJob>& jobs) const {
   if (m_.n_mtp() == 0) throw Error("speculative decoding needs an MTP block; the checkpoint has none");
-  const auto& cfg = m_.config();
-  const int64_t hcd = cfg.hc_mult * cfg.hidden_size;
+  const int64_t hcd = m_.facts().hidden_width;
   // Per job: the rows the MTP has not seen yet (the pending position's streams, when it is in
   // step, then every new position but the last) and the token after each.
   std::vector<std::vector<float>> rows(jobs.size());
   std::vector<std::vector<int64_t>> next(jobs.size());
-  std::vector<dsv4::Model::MtpItem> items;
+  std::vector<models::Model::MtpItem> items;
   for (size_t i = 0; i < jobs.size(); ++i) {
-    dsv4::SequenceState& st = *jobs[i].state;
+    models::Sequence& st = *jobs[i].state;
     const int64_t n = jobs[i].n, pos0 = st.pos - n;
     const bool in_step = (pos0 == 0 && st.mtp_pos[0] == 0) || one_behind(st, pos0);
     if (in_step && pos0 > 0) {  // the pending position pos0 - 1 learns its next token, ids[0]
       rows[i].insert(rows[i].end(), st.mtp_hidden.begin(), st.mtp_hidden.end());
       next[i].push_back(jobs[i].ids[0]);
     } else if (!in_step) {
-      const bool fp4 = st.mtp[0].index_keys.codec.kind == dsv4::EntryCodec::Kind::index_fp4;  // keep its storage
-      dsv4::init_layer_state(m_.attention_spec(cfg.num_hidden_layers), st.mtp[0],
-                             fp4 ? dsv4::IndexKeyFormat::fp4 : dsv4::IndexKeyFormat::fp8);
-      st.mtp_pos[0] = pos0;
+      m_.restart_mtp(st, pos0);
     }
     rows[i].insert(rows[i].end(), jobs[i].hidden, jobs[i].hidden + (n - 1) * hcd);
     next[i].insert(next[i].end(), jobs[i].ids + 1, jobs[i].ids + n);
     if (next[i].empty()) continue;
-    dsv4::Model::MtpItem it;
+    models::Model::MtpItem it;
     it.state = &st;
     it.hidden = rows[i].data();
     it.next_ids = next[i].data();
@@ -94,7 +88,7 @@ void MtpDrafter::sync_batch(const std::vector<SyncJob>& jobs) const {
     job.state->mtp_hidden.assign(job.hidden + (job.n - 1) * hcd, job.hidden + job.n * hcd);
 }
 
-std::vector<int64_t> MtpDrafter::draft(dsv4::SequenceState& st, int64_t pending, int k, int64_t vocab_limit) const {
+std::vector<int64_t> MtpDrafter::draft(models::Sequence& st, int64_t pending, int k, int64_t vocab_limit) const {
   std::vector<DraftJob> jobs(1);
   jobs[0].state = &st;
   jobs[0].pending = pending;
@@ -121,18 +115,18 @@ void MtpDrafter::draft_batch(std::vector<DraftJob>& jobs, int64_t vocab_limit) c
   }
   // Every state is rolled back, also when a step throws.
   struct Rollback {
-    const dsv4::Model& m;
+    const models::Model& m;
     std::vector<Run>& runs;
     ~Rollback() {
       for (auto& r : runs) m.rollback_mtp(*r.job->state, r.undo, r.start);
     }
   } rollback{m_, runs};
   for (int i = 0;; ++i) {
-    std::vector<dsv4::Model::MtpItem> items;
+    std::vector<models::Model::MtpItem> items;
     std::vector<Run*> who;
     for (auto& r : runs) {
       if (i >= r.job->k || i >= r.room) continue;
-      dsv4::Model::MtpItem it;
+      models::Model::MtpItem it;
       it.state = r.job->state;
       it.hidden = r.h.data();
       it.next_ids = &r.tok;

@@ -5,8 +5,8 @@
 // MTP's state recorded and undone afterwards); the main model runs [pending, d1..dk] in one
 // forward_all, recording its state writes; the request's own Sampler samples row by row, and
 // a draft is accepted while it equals the token the target samples there. The first mismatch
-// ends the round with the target's token; every state kind (window ring, compressed entries,
-// indexer keys, compressor slots) is rolled back to the last kept token (cache::UndoLog).
+// ends the round with the target's token; every cache kind is rolled back to the last kept
+// token by its rollback policy (cache/kind_policy.h, cache::UndoLog).
 //
 // Because the target samples every kept token exactly as plain decoding would (same logits
 // bits — chunking never changes them — and the same Philox counter per token), the output is
@@ -19,7 +19,7 @@
 #include <span>
 #include <vector>
 
-#include "models/deepseek_v4/model.h"
+#include "models/model.h"
 
 namespace strata {
 
@@ -76,22 +76,22 @@ class DraftLength {
 // last position, whose next token is not known until it is sampled.
 class MtpDrafter {
  public:
-  explicit MtpDrafter(const dsv4::Model& m) : m_(m) {}
-  // After the main layers ran ids[0..n) (now st.pos), with their final streams
-  // hidden [n][hc][d]: feeds the MTP every position whose next token is now known.
+  explicit MtpDrafter(const models::Model& m) : m_(m) {}
+  // After the main layers ran ids[0..n) (now st.pos), with their final hidden rows
+  // [n][hidden_width]: feeds the MTP every position whose next token is now known.
   // A state whose MTP is out of step (e.g. tokens run without speculation) restarts the MTP
   // at the first new position: drafts are worse for a window, outputs are not affected.
-  void sync(dsv4::SequenceState& st, const int64_t* ids, int64_t n, const float* hidden) const;
+  void sync(models::Sequence& st, const int64_t* ids, int64_t n, const float* hidden) const;
   // Drafts k tokens to follow `pending` (the token at position st.pos), greedy over rows
   // [0, vocab_limit); the MTP's state is unchanged afterwards. None when the MTP is not in
   // step (nothing synced yet).
-  std::vector<int64_t> draft(dsv4::SequenceState& st, int64_t pending, int k, int64_t vocab_limit) const;
+  std::vector<int64_t> draft(models::Sequence& st, int64_t pending, int k, int64_t vocab_limit) const;
   // Several requests' drafts at once: draft step i runs the MTP block once for every request
   // still drafting (k > i), so the head and each routed expert are read once per step for
-  // all of them (per request, a batch of 8 read the 1 GB head 8 times per drafted token).
+  // all of them (per request, a batch of 8 read V4-Flash's 1 GB head 8 times per drafted token).
   // Each request's drafts are bitwise those of draft() alone; the states must be distinct.
   struct DraftJob {
-    dsv4::SequenceState* state = nullptr;
+    models::Sequence* state = nullptr;
     int64_t pending = 0;
     int k = 0;
     std::vector<int64_t> drafts;  // out
@@ -99,7 +99,7 @@ class MtpDrafter {
   void draft_batch(std::vector<DraftJob>& jobs, int64_t vocab_limit) const;
   // sync() for several requests in one MTP pass (each weight read once for all of them).
   struct SyncJob {
-    dsv4::SequenceState* state = nullptr;
+    models::Sequence* state = nullptr;
     const int64_t* ids = nullptr;
     int64_t n = 0;
     const float* hidden = nullptr;
@@ -108,8 +108,8 @@ class MtpDrafter {
 
  private:
   // The MTP has run every position before pos − 1 and holds the main streams of pos − 1.
-  bool one_behind(const dsv4::SequenceState& st, int64_t pos) const;
-  const dsv4::Model& m_;
+  bool one_behind(const models::Sequence& st, int64_t pos) const;
+  const models::Model& m_;
 };
 
 // Rejection sampling of one draft token d drawn from q: accepted with probability

@@ -34,7 +34,7 @@ struct IndexQueriesFp4 {
 bool prepare_index_queries_fp4(const float* q, int64_t heads, int64_t dim, IndexQueriesFp4& out);
 
 // How the keys are stored: fp4 = dim / 2 nibble bytes (low nibble the even column) then dim / 32
-// e8m0 scales; fp8 = dim e4m3 codes then dim / 32 e8m0 scales (models/deepseek_v4/entry_codec.h).
+// e8m0 scales; fp8 = dim e4m3 codes then dim / 32 e8m0 scales (the cache's index key formats).
 enum class IndexKeyCodes { fp4, fp8 };
 
 // z[h * ldz + t] = dot(q_h, key t's values) for t < nt; keys[t] points at key t's stored bytes.

@@ -16,7 +16,7 @@ inline constexpr float kFp4AmaxFloor = 6.0f * 1.1754943508222875e-38f;  // 6·2^
 float fp8_block_scale(float amax);
 float fp4_block_scale(float amax);
 // The same scales as e8m0 bytes, for the block x[0..n) (floor applied): what a cache entry
-// stores beside its codes (models/deepseek_v4/entry_codec.h).
+// stores beside its codes (a model's entry codec).
 uint8_t fp8_block_scale_e8m0(const float* x, int64_t n);
 uint8_t fp4_block_scale_e8m0(const float* x, int64_t n);
 

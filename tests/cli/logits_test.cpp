@@ -39,7 +39,7 @@ TEST(Logits, WritesPrefillThenTeacherForcedRows) {
   ASSERT_EQ(a.type, NpyType::f32);
   ASSERT_EQ(a.shape, (std::vector<int64_t>{3, V}));
   // Row 0 = prefill of 5,6,7,8; rows 1, 2 = after decoding 9, then 10.
-  auto st = m->new_sequence();
+  auto st = m->new_state();
   auto l0 = m->prefill(st, {5, 6, 7, 8});
   auto l1 = m->decode(st, 9);
   auto l2 = m->decode(st, 10);
@@ -55,7 +55,7 @@ TEST(Generate, PrintsGreedyIdsAndSpeed) {
   auto m = dsv4::Model::load(tiny().dir);
   // rows past the tokenizer's vocabulary have no text and are never generated
   const int64_t tok_vocab = Tokenizer::load(tiny().dir).vocab_size();
-  auto st = m->new_sequence();
+  auto st = m->new_state();
   auto l = m->prefill(st, {5, 6, 7});
   std::string want;
   for (int i = 0; i < 3; ++i) {

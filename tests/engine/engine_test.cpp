@@ -56,7 +56,7 @@ struct Outcome {
 
 Outcome run_alone(const Request& r) {
   auto& s = shared();
-  auto st = s.model->new_sequence();
+  auto st = s.model->new_state();
   Outcome o;
   generate(*s.model, st, *s.tok, r.prompt, r.sampling, r.id, [&](const GenerationEvent& e) {
     o.tokens.push_back(e.token);
@@ -576,7 +576,7 @@ TEST(Engine, ExportImportContinuesIdentically) {
   ASSERT_GE(k, 5u);
   ASSERT_LT(k, 24u);
   EXPECT_TRUE(snap.has_state);
-  EXPECT_EQ(snap.state.pos + 1, int64_t(snap.tokens.size()));  // the last sampled token is not yet in the cache
+  EXPECT_EQ(snap.pos + 1, int64_t(snap.tokens.size()));  // the last sampled token is not yet in the cache
 
   Collector second;
   {
@@ -602,15 +602,18 @@ TEST(Engine, ExportImportContinuesIdentically) {
   Engine eng(s.model, s.tok, opt);
   EXPECT_THROW(eng.import_request(path + ".bad", second.callback()), Error);
   // A well-formed snapshot whose state does not fit the model (a truncated window ring, an
-  // index key missing, the other index-key format) is refused, not run.
-  for (int bad = 0; bad < 3; ++bad) {
+  // index key missing, the other index-key format, a cache missing, another architecture) is
+  // refused, not run.
+  for (int bad = 0; bad < 5; ++bad) {
     RequestSnapshot wrong = snap;
-    auto& L = wrong.state.layers.back();
-    auto& csa = *std::find_if(wrong.state.layers.begin(), wrong.state.layers.end(),
-                              [](const dsv4::LayerState& l) { return l.index_keys.ratio == 4; });
-    if (bad == 0) L.ring = std::vector<uint8_t>(L.ring.size() - 1, 0);
-    if (bad == 1) csa.index_keys.entries.resize(csa.index_keys.entries.size() - 1);
-    if (bad == 2) csa.index_keys.codec.kind = dsv4::EntryCodec::Kind::index_fp4;
+    auto is = [](const char* kind) { return [kind](const cache::CacheRecord& r) { return r.kind == kind; }; };
+    auto& ring = *std::find_if(wrong.caches.rbegin(), wrong.caches.rend(), is("sliding_window"));
+    auto& keys = *std::find_if(wrong.caches.begin(), wrong.caches.end(), is("indexer_keys"));
+    if (bad == 0) ring.bytes.pop_back();
+    if (bad == 1) keys.entries -= 1, keys.bytes.resize(keys.bytes.size() - keys.bytes.size() / size_t(keys.entries + 1));
+    if (bad == 2) keys.format = "128 e2m1 + 4 e8m0";
+    if (bad == 3) wrong.caches.pop_back();
+    if (bad == 4) wrong.model_type = "qwen3_5";
     write_snapshot(path + ".bad", wrong);
     EXPECT_THROW(eng.import_request(path + ".bad", second.callback()), Error) << bad;
   }

@@ -11,7 +11,7 @@
 
 #include "kernels/parallel.h"
 #include "models/deepseek_v4/cache_layout.h"
-#include "models/deepseek_v4/pool_binding.h"
+#include "cache/cache_map.h"
 #include "models/dsv4_fixture.h"
 
 namespace strata::engine {
@@ -52,7 +52,7 @@ TEST(PrefixCache, SharesCompleteBlocksAndRestoresTheStateExactly) {
   const auto p = prompt(3 * s.bt);
   PrefixCache pc(s.pool);
   PooledSeq a;
-  a.st = s.model.new_sequence();
+  a.st = s.model.new_state();
   a.advance(s.pool, s.model, p.data(), s.bt);
   ASSERT_TRUE(pc.insert(ids32(p), a.st, a.seq));
   const dsv4::SequenceState at1 = a.st;  // an owned copy of the state at one block
@@ -71,7 +71,7 @@ TEST(PrefixCache, SharesCompleteBlocksAndRestoresTheStateExactly) {
   auto tokens = ids32(p);
   for (auto [limit, expect] : {std::pair<int64_t, int64_t>{3 * s.bt, 2 * s.bt}, {2 * s.bt - 1, s.bt}, {s.bt - 1, 0}}) {
     PooledSeq b;
-    b.st = s.model.new_sequence();
+    b.st = s.model.new_state();
     ASSERT_EQ(pc.restore(tokens, limit, b.st, b.seq), expect) << limit;
     if (expect == 0) {
       EXPECT_EQ(b.seq.slot, -1);  // a miss takes nothing
@@ -100,7 +100,7 @@ TEST(PrefixCache, SharesCompleteBlocksAndRestoresTheStateExactly) {
   auto other = tokens;
   other[0] ^= 1;  // the first block differs: the chain differs everywhere
   PooledSeq c;
-  c.st = s.model.new_sequence();
+  c.st = s.model.new_state();
   EXPECT_EQ(pc.restore(other, 3 * s.bt, c.st, c.seq), 0);
 }
 
@@ -110,7 +110,7 @@ TEST(PrefixCache, EvictsLeastRecentlyUsedAndGivesEveryByteBack) {
   const auto p1 = prompt(s.bt, 1), p2 = prompt(s.bt, 2);
   for (const auto* p : {&p1, &p2}) {
     PooledSeq a;
-    a.st = s.model.new_sequence();
+    a.st = s.model.new_state();
     a.advance(s.pool, s.model, p->data(), s.bt);
     ASSERT_TRUE(pc.insert(ids32(*p), a.st, a.seq));
     a.st = {};
@@ -118,12 +118,12 @@ TEST(PrefixCache, EvictsLeastRecentlyUsedAndGivesEveryByteBack) {
   }
   EXPECT_EQ(s.pool.blocks_in_use(), 2);
   PooledSeq b;
-  b.st = s.model.new_sequence();
+  b.st = s.model.new_state();
   EXPECT_EQ(pc.restore(ids32(p1), s.bt, b.st, b.seq), s.bt);  // p1 is now the most recent
   s.pool.release(b.seq);
   ASSERT_TRUE(pc.evict_one());
   PooledSeq c;
-  c.st = s.model.new_sequence();
+  c.st = s.model.new_state();
   EXPECT_EQ(pc.restore(ids32(p2), s.bt, c.st, c.seq), 0);
   EXPECT_EQ(pc.restore(ids32(p1), s.bt, c.st, c.seq), s.bt);
   s.pool.release(c.seq);
@@ -144,18 +144,18 @@ TEST(PrefixCache, FullPoolEvictsForTheSlotOrMisses) {
   PrefixCache pc(pool);
   const auto p1 = prompt(bt, 1), p2 = prompt(bt, 2);
   PooledSeq a;
-  a.st = model.new_sequence();
+  a.st = model.new_state();
   a.advance(pool, model, p1.data(), bt);
   ASSERT_TRUE(pc.insert(ids32(p1), a.st, a.seq));  // second slot
   a.st = {};
   pool.release(a.seq);
   PooledSeq b;
-  b.st = model.new_sequence();
+  b.st = model.new_state();
   b.advance(pool, model, p2.data(), bt);  // first slot again, the second block
   ASSERT_TRUE(pc.insert(ids32(p2), b.st, b.seq));  // evicts p1's checkpoint for its slot
   EXPECT_EQ(pc.size(), 1u);
   PooledSeq c;
-  c.st = model.new_sequence();
+  c.st = model.new_state();
   EXPECT_EQ(pc.restore(ids32(p2), bt, c.st, c.seq), 0);  // no third slot: a miss
   EXPECT_EQ(c.seq.slot, -1);
   EXPECT_TRUE(c.seq.blocks.empty());
@@ -172,7 +172,7 @@ TEST(PrefixCache, CheckpointRestoreIsCheaperThanWindowRecompute) {
   const auto p = prompt(4 * window);
   PrefixCache pc(s.pool);
   PooledSeq a;
-  a.st = s.model.new_sequence();
+  a.st = s.model.new_state();
   a.advance(s.pool, s.model, p.data(), 3 * window);
   ASSERT_EQ(3 * window % s.bt, 0);
   ASSERT_TRUE(pc.insert(ids32(p), a.st, a.seq));
@@ -180,7 +180,7 @@ TEST(PrefixCache, CheckpointRestoreIsCheaperThanWindowRecompute) {
   auto t0 = clock::now();
   for (int i = 0; i < 10; ++i) {
     PooledSeq b;
-    b.st = s.model.new_sequence();
+    b.st = s.model.new_state();
     ASSERT_EQ(pc.restore(ids32(p), 3 * window, b.st, b.seq), 3 * window);
     s.pool.release(b.seq);
   }

@@ -72,7 +72,7 @@ TEST_P(SpeculativeModel, RollbackToEveryPrefixEqualsRunningThePrefix) {
   const auto& m = tiny_model(GetParam());
   const int64_t V = m.config().vocab_size, P = 122, M = 8;  // positions 122..129: block 127 completes
   auto ids = random_ids(P + M, 128000, 11);
-  auto base = m.new_sequence();
+  auto base = m.new_state();
   m.advance(base, ids.data(), P);
 
   auto one = base;
@@ -104,7 +104,7 @@ TEST_P(SpeculativeModel, RollbackToEveryPrefixEqualsRunningThePrefix) {
 TEST_P(SpeculativeModel, DraftingLeavesTheMtpStateUntouched) {
   const auto& m = tiny_model(GetParam());
   auto ids = random_ids(140, 128000, 12);
-  auto st = m.new_sequence();
+  auto st = m.new_state();
   std::vector<float> hidden;
   m.forward(st, ids.data(), 140, &hidden);
   MtpDrafter drafter(m);
@@ -136,7 +136,7 @@ TEST_P(SpeculativeModel, DraftBatchEqualsDraftingAlone) {
   states.reserve(lengths.size());  // the jobs point into it
   for (size_t i = 0; i < lengths.size(); ++i) {
     ids.push_back(random_ids(lengths[i], 128000, 20 + i));
-    states.push_back(m.new_sequence());
+    states.push_back(m.new_state());
     m.forward(states.back(), ids.back().data(), lengths[i], &hidden[i]);
     alone.push_back(states.back());
     if (i != 3) syncs.push_back({&states.back(), ids.back().data(), lengths[i], hidden[i].data()});  // 3: never synced
@@ -171,7 +171,7 @@ struct GenRun {
 GenRun run(const dsv4::Model& m, const Tokenizer& tok, const std::vector<int32_t>& prompt, const SamplingParams& p,
         const SpeculativeOptions& spec) {
   GenRun r;
-  r.state = m.new_sequence();
+  r.state = m.new_state();
   r.stats = generate(const_cast<dsv4::Model&>(m), r.state, tok, prompt, p, 9, [&](const GenerationEvent& e) {
     r.text += e.text;
     return true;
@@ -270,7 +270,7 @@ TEST(Speculative, SecondTurnOnTheSameState) {
   p.max_tokens = 20;
   p.ignore_eos = true;
   std::vector<int32_t> t1{1, 2, 3, 4, 5}, t2{9, 8, 7};
-  auto plain = m.new_sequence(), spec = m.new_sequence();
+  auto plain = m.new_state(), spec = m.new_state();
   SpeculativeOptions o;
   o.max_draft = 2;
   auto cb = [](const GenerationEvent&) { return true; };

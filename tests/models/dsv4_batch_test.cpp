@@ -35,7 +35,7 @@ TEST(Dsv4Batch, StackedSequencesEqualEachAlone) {
   std::vector<SequenceState> solo, batch;
   const std::vector<int64_t> warm = {0, 37, 126};
   for (size_t i = 0; i < warm.size(); ++i) {
-    solo.push_back(m.new_sequence());
+    solo.push_back(m.new_state());
     if (warm[i]) {
       auto w = ids(warm[i], int64_t(i));
       m.advance(solo.back(), w.data(), warm[i]);
@@ -79,7 +79,7 @@ TEST(Dsv4Batch, StackedMtpEqualsEachAlone) {
   std::vector<std::vector<int64_t>> next(warm.size());
   for (size_t i = 0; i < warm.size(); ++i) {
     auto w = ids(warm[i] + 1, int64_t(i) + 5);
-    solo.push_back(m.new_sequence());
+    solo.push_back(m.new_state());
     m.advance(solo.back(), w.data(), warm[i], &hidden[i]);
     next[i].assign(w.begin() + 1, w.end());
     batch.push_back(solo.back());

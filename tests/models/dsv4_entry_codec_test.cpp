@@ -97,7 +97,7 @@ TEST(Dsv4EntryCodec, StateHoldsTheLedgersBytes) {
   std::vector<int64_t> ids(300);
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = int64_t(i * 7 % size_t(cfg.vocab_size));
   for (IndexKeyFormat f : {IndexKeyFormat::fp8, IndexKeyFormat::fp4}) {
-    SequenceState st = tm.model->new_sequence(f);
+    SequenceState st = tm.model->new_state(f);
     tm.model->prefill(st, ids);
     int64_t held = 0;
     for (const auto& L : st.layers) held += int64_t(L.ring.size()) + held_bytes(L.compressor) + held_bytes(L.index_keys);
@@ -112,7 +112,7 @@ TEST(Dsv4EntryCodec, IndexKeyFormatLeavesLogitsUnchanged) {
   testing::TinyModel tm;
   std::vector<int64_t> ids(200);
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = int64_t((i * 13 + 5) % size_t(tm.model->config().vocab_size));
-  SequenceState a = tm.model->new_sequence(IndexKeyFormat::fp8), b = tm.model->new_sequence(IndexKeyFormat::fp4);
+  SequenceState a = tm.model->new_state(IndexKeyFormat::fp8), b = tm.model->new_state(IndexKeyFormat::fp4);
   auto la = tm.model->prefill(a, ids), lb = tm.model->prefill(b, ids);
   ASSERT_EQ(la.size(), lb.size());
   EXPECT_EQ(0, std::memcmp(la.data(), lb.data(), la.size() * sizeof(float)));

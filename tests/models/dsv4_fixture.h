@@ -7,9 +7,20 @@
 #include <memory>
 #include <string>
 
+#include "cache/cache_map.h"
 #include "models/deepseek_v4/make_model.h"
 #include "models/deepseek_v4/model.h"
 #include "models/deepseek_v4/presets.h"
+
+namespace strata::dsv4 {
+
+// A V4 state placed in a pool the way the engine places a request's (through its cache map).
+inline void bind_to_pool(SequenceState& st, cache::CachePool& pool, cache::PoolSeq& seq) {
+  auto map = st.cache_map(pool.layout());
+  cache::bind_to_pool(map, pool, seq);
+}
+
+}  // namespace strata::dsv4
 
 namespace strata::dsv4::testing {
 

@@ -42,25 +42,25 @@ TEST(Dsv4Forward, PrefillChunksAndDecodeAgreeBitwise) {
   Model& m = *tiny().model;
   auto ids = random_ids(kLen, m.config().vocab_size, 1);
 
-  SequenceState a = m.new_sequence();
+  SequenceState a = m.new_state();
   std::vector<float> all = m.prefill(a, ids);
   ASSERT_EQ(int64_t(all.size()), m.config().vocab_size);
   for (float v : all) ASSERT_TRUE(std::isfinite(v));
 
-  SequenceState b = m.new_sequence();
+  SequenceState b = m.new_state();
   for (int64_t i = 0; i + 1 < kLen; ++i) m.advance(b, &ids[size_t(i)], 1);  // decode steps, logits skipped
   std::vector<float> one = m.decode(b, ids.back());
   EXPECT_TRUE(same_bits(all, one)) << "token-by-token decode differs from one prefill";
 
-  SequenceState c = m.new_sequence();
+  SequenceState c = m.new_state();
   std::vector<float> chunked;
   const int64_t cuts[] = {0, 5, 131, 132, 260, kLen};
   for (int i = 0; i + 1 < 6; ++i) chunked = m.forward(c, ids.data() + cuts[i], cuts[i + 1] - cuts[i]);
   // Decode logits at an intermediate step equal the prefill's at that length.
-  SequenceState d = m.new_sequence();
+  SequenceState d = m.new_state();
   m.advance(d, ids.data(), 139);
   auto step = m.decode(d, ids[139]);
-  SequenceState e = m.new_sequence();
+  SequenceState e = m.new_state();
   EXPECT_TRUE(same_bits(step, m.forward(e, ids.data(), 140)));
   EXPECT_TRUE(same_bits(all, chunked)) << "chunked prefill differs from one prefill";
   EXPECT_EQ(a.pos, kLen);
@@ -81,10 +81,10 @@ TEST(Dsv4Forward, LogitsDoNotDependOnThreadCount) {
   Model& m = *tiny().model;
   auto ids = random_ids(140, m.config().vocab_size, 2);
   kernels::set_num_threads(1);
-  SequenceState a = m.new_sequence();
+  SequenceState a = m.new_state();
   auto one = m.prefill(a, ids);
   kernels::set_num_threads(3);
-  SequenceState b = m.new_sequence();
+  SequenceState b = m.new_state();
   auto three = m.prefill(b, ids);
   kernels::set_num_threads(0);
   EXPECT_TRUE(same_bits(one, three));
@@ -92,7 +92,7 @@ TEST(Dsv4Forward, LogitsDoNotDependOnThreadCount) {
 
 TEST(Dsv4Forward, LogitsAreNotDegenerate) {
   Model& m = *tiny().model;
-  SequenceState st = m.new_sequence();
+  SequenceState st = m.new_state();
   auto lg = m.prefill(st, random_ids(16, m.config().vocab_size, 3));
   double mean = 0, var = 0;
   for (float v : lg) mean += v;
@@ -100,9 +100,9 @@ TEST(Dsv4Forward, LogitsAreNotDegenerate) {
   for (float v : lg) var += (v - mean) * (v - mean);
   EXPECT_GT(std::sqrt(var / double(lg.size())), 0.1);
   // A different next token changes the logits.
-  SequenceState s2 = m.new_sequence();
+  SequenceState s2 = m.new_state();
   auto a = m.prefill(s2, {1, 2, 3});
-  SequenceState s3 = m.new_sequence();
+  SequenceState s3 = m.new_state();
   auto b = m.prefill(s3, {1, 2, 4});
   EXPECT_FALSE(same_bits(a, b));
 }
@@ -112,11 +112,11 @@ TEST(Dsv4Forward, MtpChunkedEqualsStepByStep) {
   ASSERT_EQ(m.n_mtp(), 1);
   auto ids = random_ids(41, m.config().vocab_size, 4);
   // MTP at position t reads the main streams of token t and the id of token t+1.
-  SequenceState a = m.new_sequence();
+  SequenceState a = m.new_state();
   std::vector<float> h;
   m.advance(a, ids.data(), 40, &h);
   auto all = m.mtp_forward(a, h.data(), ids.data() + 1, 40);
-  SequenceState b = m.new_sequence();
+  SequenceState b = m.new_state();
   std::vector<float> one;
   for (int64_t t = 0; t < 40; ++t) {
     std::vector<float> ht;
@@ -131,7 +131,7 @@ TEST(Dsv4Forward, MtpChunkedEqualsStepByStep) {
 
 TEST(Dsv4Forward, RejectsBadInputs) {
   Model& m = *tiny().model;
-  SequenceState st = m.new_sequence();
+  SequenceState st = m.new_state();
   const int64_t V = m.config().vocab_size;
   EXPECT_THROW(m.prefill(st, {1, V}), Error);
   EXPECT_THROW(m.prefill(st, {-1}), Error);

@@ -97,7 +97,7 @@ void check_case(const std::string& name) {
   auto m = Model::load(tm.dir);
   const int64_t V = m->config().vocab_size;
   ASSERT_EQ(V, meta["vocab"].get<int64_t>());
-  auto st = m->new_sequence();
+  auto st = m->new_state();
 
   int64_t first_bad = -1, bad_rows = 0;
   double max_sub = 0;

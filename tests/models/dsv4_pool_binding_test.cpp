@@ -1,9 +1,7 @@
-// A sequence state placed in the cache pool (pool_binding.h): the forward pass reads and writes
+// A sequence state placed in the cache pool (its cache map, cache/cache_map.h): the forward pass reads and writes
 // pool memory with bitwise the same logits as an owned state; every cache byte lies in the
 // request's slot and blocks, at the layout's offsets, so the pool holds exactly the ledger's
 // bytes; a write with no block reserved is an error, not a stray write.
-#include "models/deepseek_v4/pool_binding.h"
-
 #include <gtest/gtest.h>
 
 #include "core/error.h"
@@ -37,7 +35,7 @@ TEST(Dsv4PoolBinding, PooledStateGivesTheSameLogitsAndHoldsTheLedgersBytes) {
     const auto layout = cache_layout(m.config(), lo);
     cache::CachePool pool(layout, int64_t(64) << 20);
     cache::PoolSeq seq;
-    SequenceState owned = m.new_sequence(f), pooled = m.new_sequence(f);
+    SequenceState owned = m.new_state(f), pooled = m.new_state(f);
     // Chunks that cross block boundaries at odd places; the pool grows a step ahead.
     const auto p = ids(300, 5);
     int64_t at = 0;
@@ -84,7 +82,7 @@ TEST(Dsv4PoolBinding, AppendWithoutABlockIsAnError) {
   const auto layout = cache_layout(m.config());
   cache::CachePool pool(layout, int64_t(64) << 20);
   cache::PoolSeq seq;
-  SequenceState st = m.new_sequence();
+  SequenceState st = m.new_state();
   ASSERT_TRUE(pool.reserve(seq, 4));
   bind_to_pool(st, pool, seq);
   const auto p = ids(200, 1);
@@ -99,10 +97,10 @@ TEST(Dsv4PoolBinding, StateThatDoesNotFitItsSpecsIsRefused) {
   const auto layout = cache_layout(m.config());
   cache::CachePool pool(layout, int64_t(64) << 20);
   cache::PoolSeq seq;
-  SequenceState st = m.new_sequence(IndexKeyFormat::fp4);  // the layout stores FP8 keys
+  SequenceState st = m.new_state(IndexKeyFormat::fp4);  // the layout stores FP8 keys
   ASSERT_TRUE(pool.reserve(seq, 1));
   EXPECT_THROW(bind_to_pool(st, pool, seq), Error);
-  SequenceState none = m.new_sequence();
+  SequenceState none = m.new_state();
   cache::PoolSeq empty;
   EXPECT_THROW(bind_to_pool(none, pool, empty), Error);  // no slot
 }

@@ -13,10 +13,11 @@
 
 #include "kernels/aligned_buffer.h"
 #include "models/deepseek_v4/config.h"
+#include "models/model.h"
 
 namespace strata::dsv4 {
 
-class IndexerScratch {
+class IndexerScratch final : public models::Workspace {
  public:
   static constexpr int64_t kChunk = 2048;  // keys per part per pass
 

@@ -4,6 +4,8 @@
 #include "core/huge_buffer.h"
 #include "core/numfmt.h"
 #include "kernels/rmsnorm.h"
+#include "models/deepseek_v4/indexer_scratch.h"
+#include "models/deepseek_v4/synthetic_state.h"
 #include "models/deepseek_v4/tensors.h"
 
 namespace strata::dsv4 {
@@ -17,7 +19,15 @@ std::unique_ptr<Model> Model::load(const std::string& dir) {
   return std::make_unique<Model>(std::move(c), std::move(ck));
 }
 
-Model::Model(Config c, SafetensorsCheckpoint ckpt) : cfg_(std::move(c)), ckpt_(std::move(ckpt)) {
+SequenceState& state_of(models::Sequence& s) {
+  auto* st = dynamic_cast<SequenceState*>(&s);
+  if (!st) throw Error("forward: sequence state does not belong to this model");
+  return *st;
+}
+
+const SequenceState& state_of(const models::Sequence& s) { return state_of(const_cast<models::Sequence&>(s)); }
+
+Model::Model(Config c, SafetensorsCheckpoint ckpt) : arch_(std::move(c)), ckpt_(std::move(ckpt)), cfg_(arch_.config()) {
   w_ = bind_weights(cfg_, ckpt_);
   const auto& y = cfg_.rope_scaling;
   rope_window_ = kernels::RopeTable(cfg_.qk_rope_head_dim, cfg_.rope_theta, kernels::YarnParams{});
@@ -60,7 +70,18 @@ Model::Model(Config c, SafetensorsCheckpoint ckpt) : cfg_(std::move(c)), ckpt_(s
   }
 }
 
-SequenceState Model::new_sequence(IndexKeyFormat index_keys) const {
+std::unique_ptr<models::Sequence> Model::new_sequence(const models::CacheOptions& o) const {
+  return std::make_unique<SequenceState>(new_state(layout_options(o).index_keys));
+}
+
+std::unique_ptr<models::Workspace> Model::workspace(void* memory, int64_t bytes, int64_t max_context,
+                                                    int64_t parts) const {
+  auto w = std::make_unique<IndexerScratch>(indexer_scratch_view(cfg_, max_context, parts, memory, bytes));
+  if (w->empty()) return nullptr;
+  return w;
+}
+
+SequenceState Model::new_state(IndexKeyFormat index_keys) const {
   SequenceState st;
   const size_t nl = size_t(cfg_.num_hidden_layers);
   st.layers.resize(nl);
@@ -95,12 +116,6 @@ void Model::check_ids(const int64_t* ids, int64_t n, int64_t pos0) const {
                 std::to_string(max_positions()));
 }
 
-void Model::run_block(const LayerWeights& lw, const AttentionSpec& as, const MoeSpec& ms, LayerState& ls, float* h,
-                      const int64_t* ids, int64_t n, int64_t pos0, cache::UndoLog* undo,
-                      const IndexerScratch* scratch) const {
-  run_block(lw, as, ms, {AttentionSegment{&ls, pos0, n, undo, scratch}}, h, ids, n);
-}
-
 void Model::run_block(const LayerWeights& lw, const AttentionSpec& as, const MoeSpec& ms,
                       const std::vector<AttentionSegment>& segs, float* h, const int64_t* ids, int64_t n) const {
   const int64_t d = cfg_.hidden_size, hc = cfg_.hc_mult;
@@ -117,28 +132,17 @@ void Model::run_block(const LayerWeights& lw, const AttentionSpec& as, const Moe
   hc_post_rows(hc_, out.data(), post.data(), comb.data(), n, h);
 }
 
-vector<float> Model::run_main(SequenceState& st, const int64_t* ids, int64_t n) const {
-  if (st.layers.size() != size_t(cfg_.num_hidden_layers)) throw Error("forward: sequence state does not belong to this model");
-  check_ids(ids, n, st.pos);
-  const int64_t d = cfg_.hidden_size, hc = cfg_.hc_mult;
-  // Residual streams [n][hc][d]: the embedding copied hc times.
-  vector<float> h(size_t(n * hc * d));
-  for (int64_t t = 0; t < n; ++t)
-    for (int64_t j = 0; j < hc; ++j)
-      for (int64_t c = 0; c < d; ++c) h[size_t((t * hc + j) * d + c)] = bf16_to_f32(w_.embed[ids[t] * d + c]);
-  for (size_t L = 0; L < size_t(cfg_.num_hidden_layers); ++L)
-    run_block(w_.layers[L], attn_[L], moe_[L], st.layers[L], h.data(), ids, n, st.pos, nullptr, st.indexer_scratch);
-  st.pos += n;
-  return h;
-}
-
 void Model::forward_batch(std::vector<BatchItem>& items) const {
   int64_t n = 0;
+  std::vector<SequenceState*> states;
   for (const auto& it : items) {
-    if (!it.state || it.state->layers.size() != size_t(cfg_.num_hidden_layers))
+    if (!it.state) throw Error("forward: no sequence state");
+    SequenceState& st = state_of(*it.state);
+    if (st.layers.size() != size_t(cfg_.num_hidden_layers))
       throw Error("forward: sequence state does not belong to this model");
-    check_ids(it.ids, it.n, it.state->pos);
+    check_ids(it.ids, it.n, st.pos);
     n += it.n;
+    states.push_back(&st);
   }
   for (size_t i = 0; i < items.size(); ++i)
     for (size_t j = 0; j < i; ++j)
@@ -154,8 +158,7 @@ void Model::forward_batch(std::vector<BatchItem>& items) const {
   std::vector<AttentionSegment> segs(items.size());
   for (size_t L = 0; L < size_t(cfg_.num_hidden_layers); ++L) {
     for (size_t i = 0; i < items.size(); ++i)
-      segs[i] = {&items[i].state->layers[L], items[i].state->pos, items[i].n, items[i].undo,
-                 items[i].state->indexer_scratch};
+      segs[i] = {&states[i]->layers[L], states[i]->pos, items[i].n, items[i].undo, states[i]->indexer_scratch};
     run_block(w_.layers[L], attn_[L], moe_[L], segs, h.data(), ids.data(), n);
   }
   // The head over every wanted row at once (logits_from_state, stacked): it is the largest
@@ -188,70 +191,17 @@ void Model::forward_batch(std::vector<BatchItem>& items) const {
   }
 }
 
-vector<float> Model::forward_all(SequenceState& st, const int64_t* ids, int64_t n, cache::UndoLog& undo,
-                                 vector<float>* hidden) const {
-  std::vector<BatchItem> items(1);
-  items[0].state = &st;
-  items[0].ids = ids;
-  items[0].n = n;
-  items[0].all_logits = true;
-  items[0].undo = &undo;
-  items[0].hidden = hidden;
-  forward_batch(items);
-  return std::move(items[0].out);
-}
-
-void Model::rollback(SequenceState& st, cache::UndoLog& undo, int64_t pos) const {
-  if (pos < 0 || pos > st.pos) throw Error("rollback: position " + std::to_string(pos) + " is not behind the state");
-  undo.rollback(pos);
-  st.pos = pos;
-}
-
-void Model::rollback_mtp(SequenceState& st, cache::UndoLog& undo, int64_t pos, int64_t j) const {
-  if (j < 0 || j >= n_mtp()) throw Error("rollback_mtp: the checkpoint has no MTP block " + std::to_string(j));
-  if (pos < 0 || pos > st.mtp_pos[size_t(j)]) throw Error("rollback_mtp: position " + std::to_string(pos) + " is not behind the state");
-  undo.rollback(pos);
-  st.mtp_pos[size_t(j)] = pos;
-}
-
-void Model::advance(SequenceState& st, const int64_t* ids, int64_t n, vector<float>* hidden) const {
-  vector<float> h = run_main(st, ids, n);
-  if (hidden) *hidden = std::move(h);
-}
-
-vector<float> Model::forward(SequenceState& st, const int64_t* ids, int64_t n, vector<float>* hidden) const {
-  vector<float> h = run_main(st, ids, n);
-  const int64_t hcd = cfg_.hc_mult * cfg_.hidden_size;
-  auto logits = logits_from_state(h.data() + (n - 1) * hcd);
-  if (hidden) *hidden = std::move(h);
-  return logits;
-}
-
-vector<float> Model::mtp_forward(SequenceState& st, const float* hidden, const int64_t* next_ids, int64_t n, int64_t j,
-                                 cache::UndoLog* undo, vector<float>* streams) const {
-  std::vector<MtpItem> items(1);
-  items[0] = {&st, hidden, next_ids, n, undo, true, {}, {}};
-  mtp_forward_batch(items, j);
-  if (streams) *streams = std::move(items[0].streams);
-  return std::move(items[0].out);
-}
-
-vector<float> Model::mtp_advance(SequenceState& st, const float* hidden, const int64_t* next_ids, int64_t n, int64_t j,
-                                 cache::UndoLog* undo) const {
-  std::vector<MtpItem> items(1);
-  items[0] = {&st, hidden, next_ids, n, undo, false, {}, {}};
-  mtp_forward_batch(items, j);
-  return std::move(items[0].streams);
-}
-
 void Model::mtp_forward_batch(std::vector<MtpItem>& items, int64_t j) const {
   if (j < 0 || j >= n_mtp()) throw Error("mtp_forward: the checkpoint has no MTP block " + std::to_string(j));
   int64_t n = 0;
+  std::vector<SequenceState*> states;
   for (const auto& it : items) {
-    if (!it.state || it.state->mtp.size() != w_.mtp.size())
-      throw Error("mtp_forward: sequence state does not belong to this model");
-    check_ids(it.next_ids, it.n, it.state->mtp_pos[size_t(j)]);
+    if (!it.state) throw Error("mtp_forward: no sequence state");
+    SequenceState& st = state_of(*it.state);
+    if (st.mtp.size() != w_.mtp.size()) throw Error("mtp_forward: sequence state does not belong to this model");
+    check_ids(it.next_ids, it.n, st.mtp_pos[size_t(j)]);
     n += it.n;
+    states.push_back(&st);
   }
   for (size_t a = 0; a < items.size(); ++a)
     for (size_t b = 0; b < a; ++b)
@@ -283,8 +233,9 @@ void Model::mtp_forward_batch(std::vector<MtpItem>& items, int64_t j) const {
         x[size_t((t * hc + k) * d + c)] = round_bf16(ep[size_t(t * d + c)] + hp[size_t((t * hc + k) * d + c)]);
   const size_t L = size_t(cfg_.num_hidden_layers + j);
   std::vector<AttentionSegment> segs;
-  for (auto& it : items)
-    segs.push_back({&it.state->mtp[size_t(j)], it.state->mtp_pos[size_t(j)], it.n, it.undo, it.state->indexer_scratch});
+  for (size_t i = 0; i < items.size(); ++i)
+    segs.push_back({&states[i]->mtp[size_t(j)], states[i]->mtp_pos[size_t(j)], items[i].n, items[i].undo,
+                    states[i]->indexer_scratch});
   run_block(m.block, attn_[L], moe_[L], segs, x.data(), ids.data(), n);
   // The head over every item's last row at once (the largest matrix: read once per batch).
   vector<float> y;
@@ -312,6 +263,57 @@ void Model::mtp_forward_batch(std::vector<MtpItem>& items, int64_t j) const {
     it.out.assign(logits.begin() + k * V, logits.begin() + (k + 1) * V);
     ++k;
   }
+}
+
+void Model::restart_mtp(models::Sequence& s, int64_t pos, int64_t j) const {
+  if (j < 0 || j >= n_mtp()) throw Error("restart_mtp: the checkpoint has no MTP block " + std::to_string(j));
+  SequenceState& st = state_of(s);
+  LayerState& L = st.mtp[size_t(j)];
+  // Fresh values written into the state's own memory (a pooled state stays bound).
+  LayerState fresh;
+  init_layer_state(attn_[size_t(cfg_.num_hidden_layers + j)], fresh,
+                   L.index_keys.codec.kind == EntryCodec::Kind::index_fp4 ? IndexKeyFormat::fp4 : IndexKeyFormat::fp8);
+  auto refill = [](auto& to, const auto& from) { std::copy(from.begin(), from.end(), to.begin()); };
+  refill(L.ring, fresh.ring);
+  for (auto [c, f] : {std::pair{&L.compressor, &fresh.compressor}, std::pair{&L.index_keys, &fresh.index_keys}}) {
+    if (c->ratio == 0) continue;
+    refill(c->kv, f->kv);
+    refill(c->score, f->score);
+    c->entries.resize(0);
+  }
+  st.mtp_pos[size_t(j)] = pos;
+}
+
+std::unique_ptr<models::Sequence> Model::synthetic_sequence(int64_t pos, uint64_t seed,
+                                                            const models::CacheOptions& o) const {
+  return std::make_unique<SequenceState>(synthetic_state(*this, pos, seed, layout_options(o).index_keys));
+}
+
+// What each layer holds (the seed's §4.3 table): window slots in use, compressed entries,
+// indexer keys, and tokens of the unfinished block waiting in the compressor.
+std::string Model::describe_state(const models::Sequence& s) const {
+  const SequenceState& st = state_of(s);
+  std::string out = "after " + std::to_string(st.pos) + " tokens:\n";
+  char line[160];
+  for (int64_t l = 0; l < cfg_.num_hidden_layers; ++l) {
+    const auto& ls = st.layers[size_t(l)];
+    const int64_t r = cfg_.compress_ratio(l);
+    std::snprintf(line, sizeof line, "  layer %2lld %-6s window %3lld/%lld", (long long)l,
+                  layer_kind_name(cfg_.layer_kind(l)), (long long)std::min(st.pos, cfg_.sliding_window),
+                  (long long)cfg_.sliding_window);
+    out += line;
+    if (r > 0) {
+      std::snprintf(line, sizeof line, "  entries %6lld  tail %3lld", (long long)ls.compressor.n_entries(),
+                    (long long)(st.pos - ls.compressor.n_entries() * r));
+      out += line;
+    }
+    if (r == 4) {
+      std::snprintf(line, sizeof line, "  index keys %6lld", (long long)ls.index_keys.n_entries());
+      out += line;
+    }
+    out += "\n";
+  }
+  return out;
 }
 
 }  // namespace strata::dsv4

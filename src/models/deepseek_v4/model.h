@@ -12,16 +12,18 @@
 
 #include "io/safetensors.h"
 #include "kernels/rope.h"
+#include "models/deepseek_v4/arch_config.h"
 #include "models/deepseek_v4/attention.h"
 #include "models/deepseek_v4/config.h"
 #include "models/deepseek_v4/mhc.h"
 #include "models/deepseek_v4/moe.h"
 #include "models/deepseek_v4/state.h"
 #include "models/deepseek_v4/weights.h"
+#include "models/model.h"
 
 namespace strata::dsv4 {
 
-class Model {
+class Model final : public models::Model {
  public:
   // Opens DIR (config.json + safetensors), checks the checkpoint against the config, binds
   // the weights.
@@ -31,89 +33,34 @@ class Model {
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
 
-  const Config& config() const { return cfg_; }
-  // Longest sequence a state may reach (max_position_embeddings).
-  int64_t max_positions() const { return cfg_.max_position_embeddings; }
+  const Config& config() const { return arch_.config(); }
 
-  // An empty state; index_keys: the storage of the indexer keys (same values either way).
-  SequenceState new_sequence(IndexKeyFormat index_keys = IndexKeyFormat::fp8) const;
+  // --- models::Model ---
+  const models::ModelConfig& model_config() const override { return arch_; }
+  const SafetensorsCheckpoint& checkpoint() const override { return ckpt_; }
+  std::unique_ptr<models::Sequence> new_sequence(const models::CacheOptions& o = {}) const override;
+  std::unique_ptr<models::Workspace> workspace(void* memory, int64_t bytes, int64_t max_context,
+                                               int64_t parts) const override;
+  // The linear layers (attention projections, MoE, ...) see all items' rows at once; the head
+  // runs over every wanted row at once. Each item's hidden rows are its final hc streams
+  // [n][hc][d] (bf16 values).
+  void forward_batch(std::vector<BatchItem>& items) const override;
+  // MTP block j (reference MTPBlock) over stacked sequences: the head (the largest matrix) read
+  // once for every item's last row, a routed expert chosen by several items run once for all
+  // their rows. Hidden rows in and streams out are [n][hc][d].
+  int64_t n_mtp() const override { return int64_t(w_.mtp.size()); }
+  void mtp_forward_batch(std::vector<MtpItem>& items, int64_t j = 0) const override;
+  void restart_mtp(models::Sequence& st, int64_t pos, int64_t j = 0) const override;
+  std::unique_ptr<models::Sequence> synthetic_sequence(int64_t pos, uint64_t seed,
+                                                       const models::CacheOptions& o) const override;
+  std::string describe_state(const models::Sequence& st) const override;
 
-  // Runs ids[0..n) at positions st.pos .. st.pos+n-1, advancing st; returns the fp32 logits
-  // [vocab] of the last token. Throws Error for out-of-vocab ids or a sequence past
-  // max_positions() (the state is left untouched then). n must be >= 1.
-  // hidden, when given, receives the final hc streams of every token [n][hc][d] (bf16 values),
-  // the input of the MTP block.
-  // const: the model is read-only; different sequences may run concurrently from different threads.
-  std::vector<float> forward(SequenceState& st, const int64_t* ids, int64_t n, std::vector<float>* hidden = nullptr) const;
-  // The same without the logits (a prefill chunk whose logits nobody reads).
-  void advance(SequenceState& st, const int64_t* ids, int64_t n, std::vector<float>* hidden = nullptr) const;
-  std::vector<float> prefill(SequenceState& st, const std::vector<int64_t>& ids) const {
-    return forward(st, ids.data(), int64_t(ids.size()));
-  }
-  std::vector<float> decode(SequenceState& st, int64_t id) const { return forward(st, &id, 1); }
-
-  // Several sequences in one pass: every item's ids run at its state's position and advance
-  // it; the linear layers (attention projections, MoE, ...) see all items' rows at once, so
-  // each weight matrix is read once per call. Bitwise equal to forward()/advance() per item.
-  // Items with logits = true get the fp32 logits of their last token in `out`. The states
-  // must be distinct. On an error (bad ids, too long) no state is touched.
-  // all_logits: `out` gets every row's logits [n][vocab] instead (speculative verification).
-  // undo: records every state write of the item's tokens, so rollback() can undo a suffix.
-  // hidden: receives the item's final streams [n][hc][d] (the MTP block's input).
-  struct BatchItem {
-    SequenceState* state = nullptr;
-    const int64_t* ids = nullptr;
-    int64_t n = 0;
-    bool logits = false;
-    bool all_logits = false;
-    cache::UndoLog* undo = nullptr;
-    std::vector<float>* hidden = nullptr;
-    std::vector<float> out;
-  };
-  void forward_batch(std::vector<BatchItem>& items) const;
-
-  // MTP block j (reference MTPBlock): hidden = main streams [n][hc][d] of the tokens at
-  // positions st.mtp_pos[j].., next_ids[t] = the token that follows token t. Returns the fp32
-  // logits of the last position (its prediction of the token after next_ids[n-1]).
-  // undo records the block's state writes (a draft is undone with rollback_mtp); streams, when
-  // given, receives the block's output streams [n][hc][d] (the input of a further draft step).
-  int64_t n_mtp() const { return int64_t(w_.mtp.size()); }
-  std::vector<float> mtp_forward(SequenceState& st, const float* hidden, const int64_t* next_ids, int64_t n, int64_t j = 0,
-                                 cache::UndoLog* undo = nullptr, std::vector<float>* streams = nullptr) const;
-  // The same without the logits (the head is the largest matrix: a catch-up that only feeds the
-  // block its positions skips it); returns the block's output streams [n][hc][d].
-  std::vector<float> mtp_advance(SequenceState& st, const float* hidden, const int64_t* next_ids, int64_t n,
-                                 int64_t j = 0, cache::UndoLog* undo = nullptr) const;
-  // MTP block j over several sequences in one pass, as forward_batch for the main layers: each
-  // weight matrix (the head above all) is read once for every item's rows, and a routed
-  // expert chosen by several items runs once for all their rows. Bitwise equal to
-  // mtp_forward / mtp_advance per item. Items with logits = true get the fp32 logits of their
-  // last row in `out`; `streams` gets every item's output streams [n][hc][d]. The states must
-  // be distinct; on an error (bad ids, too long) no state is touched.
-  struct MtpItem {
-    SequenceState* state = nullptr;
-    const float* hidden = nullptr;  // main streams [n][hc][d]
-    const int64_t* next_ids = nullptr;
-    int64_t n = 0;
-    cache::UndoLog* undo = nullptr;
-    bool logits = false;
-    std::vector<float> streams, out;
-  };
-  void mtp_forward_batch(std::vector<MtpItem>& items, int64_t j = 0) const;
-
-  // Speculative decoding: runs ids[0..n) like forward() but returns the logits of every row
-  // [n][vocab] (row i: the prediction after ids[i]), recording every state write in undo.
-  std::vector<float> forward_all(SequenceState& st, const int64_t* ids, int64_t n, cache::UndoLog& undo,
-                                 std::vector<float>* hidden = nullptr) const;
-  // Returns the main layers' state to what it was after the tokens before position pos (pos
-  // within the tokens undo recorded); undo keeps the records of earlier positions.
-  void rollback(SequenceState& st, cache::UndoLog& undo, int64_t pos) const;
-  // The same for MTP block j's state.
-  void rollback_mtp(SequenceState& st, cache::UndoLog& undo, int64_t pos, int64_t j = 0) const;
+  // An empty state, by value (tests and tools); index_keys: the storage of the indexer keys
+  // (same values either way).
+  SequenceState new_state(IndexKeyFormat index_keys = IndexKeyFormat::fp8) const;
 
   // Pieces for tests and tools.
   const ModelWeights& weights() const { return w_; }
-  const SafetensorsCheckpoint& checkpoint() const { return ckpt_; }  // the mappings the weights point into
   const AttentionSpec& attention_spec(int64_t layer) const { return attn_[size_t(layer)]; }
   const MoeSpec& moe_spec(int64_t layer) const { return moe_[size_t(layer)]; }
   const HcSpec& hc_spec() const { return hc_; }
@@ -122,24 +69,24 @@ class Model {
   std::vector<float> logits_from_state(const float* state, const HcWeights& hc_head, const uint16_t* norm) const;
 
  private:
-  Config cfg_;
+  ArchConfig arch_;
   SafetensorsCheckpoint ckpt_;
+  const Config& cfg_;  // arch_'s
   ModelWeights w_;
   kernels::RopeTable rope_window_, rope_compressed_;
-  // One Block on the streams h [n][hc][d] in place.
-  void run_block(const LayerWeights& lw, const AttentionSpec& as, const MoeSpec& ms, LayerState& ls, float* h,
-                 const int64_t* ids, int64_t n, int64_t pos0, cache::UndoLog* undo = nullptr,
-                 const IndexerScratch* scratch = nullptr) const;
-  // The same over stacked sequences (segs: each one's layer state, position and rows).
+  // One Block over stacked sequences (segs: each one's layer state, position and rows) on the
+  // streams h [n][hc][d] in place.
   void run_block(const LayerWeights& lw, const AttentionSpec& as, const MoeSpec& ms,
                  const std::vector<AttentionSegment>& segs, float* h, const int64_t* ids, int64_t n) const;
   void check_ids(const int64_t* ids, int64_t n, int64_t pos0) const;
-  // Runs the main layers; returns the final streams [n][hc][d].
-  std::vector<float> run_main(SequenceState& st, const int64_t* ids, int64_t n) const;
 
   std::vector<AttentionSpec> attn_;  // main layers, then MTP blocks
   std::vector<MoeSpec> moe_;
   HcSpec hc_;
 };
+
+// The V4 state behind a generic sequence (strata::Error for another model's).
+SequenceState& state_of(models::Sequence& s);
+const SequenceState& state_of(const models::Sequence& s);
 
 }  // namespace strata::dsv4

@@ -8,6 +8,7 @@
 #include "core/dtype.h"
 #include "models/deepseek_v4/config.h"
 #include "models/deepseek_v4/tensors.h"
+#include "models/model_config.h"
 
 namespace strata::dsv4 {
 
@@ -36,10 +37,7 @@ namespace strata::dsv4 {
 // num_experts_per_tok routed experts per layer on average, and the caches at `context` tokens
 // in the pool's formats (window, the CSA top-k or all HCA entries, every indexer key,
 // compressor state).
-struct DecodeTraffic {
-  double weights = 0, routed_experts = 0, caches = 0;
-  double total() const { return weights + routed_experts + caches; }
-};
+using models::DecodeTraffic;
 DecodeTraffic decode_traffic(const Config& c, int64_t context);
 
 }  // namespace strata::dsv4

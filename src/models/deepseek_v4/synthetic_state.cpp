@@ -34,7 +34,7 @@ void fill_layer(LayerState& L, int64_t pos, std::mt19937_64& rng) {
 
 SequenceState synthetic_state(const Model& model, int64_t pos, uint64_t seed, IndexKeyFormat index_keys) {
   if (pos < 0 || pos % 128 != 0) throw Error("synthetic_state: position " + std::to_string(pos) + " is not a multiple of 128");
-  SequenceState st = model.new_sequence(index_keys);
+  SequenceState st = model.new_state(index_keys);
   std::mt19937_64 rng(seed);
   st.pos = pos;
   for (auto& L : st.layers) fill_layer(L, pos, rng);

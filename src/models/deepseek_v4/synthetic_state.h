@@ -12,7 +12,7 @@
 namespace strata::dsv4 {
 
 // pos must be a multiple of 128 (every compressor at a block boundary); index_keys: how the
-// indexer keys are stored (Model::new_sequence).
+// indexer keys are stored (Model::new_state).
 SequenceState synthetic_state(const Model& model, int64_t pos, uint64_t seed,
                               IndexKeyFormat index_keys = IndexKeyFormat::fp8);
 

@@ -185,22 +185,6 @@ CheckReport check_checkpoint(const Config& c, const SafetensorsCheckpoint& ckpt)
   return r;
 }
 
-std::string CheckReport::summary(size_t max_lines) const {
-  std::string s = std::to_string(missing.size()) + " missing, " + std::to_string(mismatched.size()) + " mismatched";
-  size_t shown = 0;
-  auto list = [&](const char* tag, const std::vector<std::string>& v) {
-    for (const auto& x : v) {
-      if (shown++ >= max_lines) return;
-      s += "; " + std::string(tag) + " " + x;
-    }
-  };
-  list("missing", missing);
-  list("mismatched", mismatched);
-  if (missing.size() + mismatched.size() > max_lines)
-    s += "; ... and " + std::to_string(missing.size() + mismatched.size() - max_lines) + " more";
-  return s;
-}
-
 void require_valid_checkpoint(const Config& c, const SafetensorsCheckpoint& ckpt, const std::string& dir) {
   CheckReport r = check_checkpoint(c, ckpt);
   if (!r.ok()) throw Error(dir + ": checkpoint does not match config.json: " + r.summary());

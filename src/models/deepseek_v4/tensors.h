@@ -8,6 +8,7 @@
 
 #include "core/dtype.h"
 #include "models/deepseek_v4/config.h"
+#include "models/model_config.h"
 
 namespace strata {
 class SafetensorsCheckpoint;
@@ -40,13 +41,7 @@ struct ExpectedTensor {
 // Every tensor of the model, main layers then MTP layers.
 std::vector<ExpectedTensor> expected_tensors(const Config& c);
 
-struct CheckReport {
-  std::vector<std::string> missing;     // "name (dtype [shape])"
-  std::vector<std::string> mismatched;  // "name: dtype/shape found, expected"
-  std::vector<std::string> unexpected;  // tensors the model does not use
-  bool ok() const { return missing.empty() && mismatched.empty(); }
-  std::string summary(size_t max_lines = 20) const;
-};
+using models::CheckReport;
 
 // Compares the checkpoint against expected_tensors(c): every problem is collected, nothing is
 // computed. Values are checked where a bad value would corrupt results silently: tid2eid
