@@ -57,7 +57,7 @@ TEST(Inspect, BadInputIsOneLineAndNonZero) {
     std::string args, expect;
   } cases[] = {
       {"inspect --config " + shell_quote(kShared + "/models/qwen3.5-0.8b/config.json"), "unknown model_type 'qwen3_5'"},
-      {"inspect --model " + shell_quote(dir), "unknown model_type 'mamba9' (supported: deepseek_v4)"},
+      {"inspect --model " + shell_quote(dir), "unknown model_type 'mamba9' (supported: deepseek_v4, strata_hybrid)"},
       {"inspect --model /nonexistent/dir", "/nonexistent/dir"},
       {"inspect", "needs --model DIR or --config FILE"},
       {"make-model --preset flash-huge --out " + shell_quote(dir + "/x"), "unknown preset 'flash-huge'"},
