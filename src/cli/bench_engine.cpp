@@ -9,7 +9,7 @@
 #include "cli/bench_profile.h"
 #include "core/error.h"
 #include "engine/engine.h"
-#include "engine/generation.h"
+#include "engine/speculative.h"
 
 namespace strata::cli {
 namespace {
@@ -37,18 +37,6 @@ SamplingParams greedy(int64_t decode_tokens) {
   p.temperature = 0.0;  // greedy (the default samples at 1.0 with a per-request seed)
   p.ignore_eos = true;
   return p;
-}
-
-// Batch 1: generate() on one sequence; decode tokens/s excludes the prefill.
-ModeResult run_single(const models::Model& m, const Tokenizer& tok, const std::vector<int32_t>& prompt, int64_t decode_tokens,
-                      const SpeculativeOptions& spec) {
-  auto st = m.new_sequence();
-  auto g = generate(m, *st, tok, prompt, greedy(decode_tokens), 1, [](const GenerationEvent&) { return true; }, spec);
-  ModeResult r;
-  r.tokens_per_s = g.decode_seconds > 0 ? double(g.generated_tokens - 1) / g.decode_seconds : 0;
-  r.spec = g.spec;
-  r.outputs[1] = g.tokens;
-  return r;
 }
 
 // Batch B: B requests through the engine at once; decode tokens/s is counted from the moment
@@ -220,22 +208,9 @@ nlohmann::ordered_json bench_speculative(const std::shared_ptr<const models::Mod
   if (model->n_mtp() == 0) throw Error("bench --spec-tokens: the checkpoint has no MTP block");
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
   for (int batch : batches) {
-    ModeResult plain, mtp, forced;
-    if (batch == 1) {
-      const auto prompt = prompt_for(100, prompt_tokens, tok->vocab_size());
-      plain = run_single(*model, *tok, prompt, decode_tokens, {});
-      SpeculativeOptions o;
-      o.max_draft = spec_tokens;
-      mtp = run_single(*model, *tok, prompt, decode_tokens, o);
-      SpeculativeOptions f = o;
-      f.adaptive = false;
-      f.forced = &plain.outputs[1];
-      forced = run_single(*model, *tok, prompt, decode_tokens, f);
-    } else {
-      plain = run_batch(model, tok, batch, prompt_tokens, decode_tokens, 0, true, nullptr);
-      mtp = run_batch(model, tok, batch, prompt_tokens, decode_tokens, spec_tokens, true, nullptr);
-      forced = run_batch(model, tok, batch, prompt_tokens, decode_tokens, spec_tokens, false, &plain.outputs);
-    }
+    const ModeResult plain = run_batch(model, tok, batch, prompt_tokens, decode_tokens, 0, true, nullptr);
+    const ModeResult mtp = run_batch(model, tok, batch, prompt_tokens, decode_tokens, spec_tokens, true, nullptr);
+    const ModeResult forced = run_batch(model, tok, batch, prompt_tokens, decode_tokens, spec_tokens, false, &plain.outputs);
     // Speculation must not change a single token.
     const bool identical = mtp.outputs == plain.outputs && forced.outputs == plain.outputs;
     nlohmann::ordered_json j;

@@ -9,11 +9,10 @@
 // hit (the same prefix just served with another suffix), with the hit's reused and recomputed
 // tokens, and whether the hit's first token equals a cold run's.
 //
-// --spec-tokens N: decode tokens/s without
-// speculation, with MTP drafts, and with forced acceptance (drafts replaced by the target's
-// own greedy continuation: the verification path's cost and the ceiling), at batch 1
-// (generate()) and at larger batches (the engine), with acceptance rate and mean accepted
-// length.
+// --spec-tokens N: decode tokens/s through the engine without speculation, with MTP drafts,
+// and with forced acceptance (drafts replaced by the target's own greedy continuation: the
+// verification path's cost and the ceiling), at each of --spec-batches, with acceptance rate
+// and mean accepted length.
 #pragma once
 #include <cstdint>
 #include <memory>

@@ -1,7 +1,8 @@
 // `strata chat --model DIR [--thinking chat|high|max]`: an interactive conversation with the
 // model's own chat encoding. Reasoning is shown dimmed on a terminal, the answer plainly.
-// /reset starts over, /exit (or end of input) quits. When the new prompt extends the tokens
-// already computed, only the new tokens are prefilled.
+// /reset starts over, /exit (or end of input) quits. Each turn is one request through the
+// serving engine, whose prefix cache keeps the conversation: a turn recomputes only the tokens
+// past the last block boundary of what it shares with the previous turns.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -12,8 +13,10 @@
 #include "cli/preload.h"
 #include "cli/generation_options.h"
 #include "core/error.h"
-#include "engine/generation.h"
+#include "cli/single_request.h"
+#include "engine/engine.h"
 #include "models/registry.h"
+#include "text/tokenizer.h"
 #include "text/chat_encoding.h"
 #include "text/chat_parse.h"
 
@@ -26,9 +29,10 @@ struct ChatOpts {
 };
 
 void run_chat(const ChatOpts& o) {
-  auto model = models::load_model(o.model);
+  std::shared_ptr<const models::Model> model = models::load_model(o.model);
   preload_checkpoint(model->checkpoint(), o.model);  // a progress bar while a large checkpoint is read in
-  Tokenizer tok = Tokenizer::load(o.model);
+  auto tok_ptr = std::make_shared<const Tokenizer>(Tokenizer::load(o.model));
+  const Tokenizer& tok = *tok_ptr;
   ChatOptions copt = chat_options_for(o.thinking);
   SamplingParams sp = o.gen.sampling();
   const bool tty = ::isatty(1);
@@ -37,8 +41,11 @@ void run_chat(const ChatOpts& o) {
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
   if (!o.system.empty()) messages.push_back({{"role", "system"}, {"content", o.system}});
   const size_t base = messages.size();
-  auto state = model->new_sequence();
-  std::vector<int32_t> computed;  // tokens whose KV the state holds
+  engine::EngineOptions eo;
+  eo.max_running = 1;
+  eo.max_queue = 1;
+  eo.spec_tokens = o.gen.draft_tokens(model->facts().mtp_layers);
+  engine::Engine eng(model, tok_ptr, eo);
   uint64_t turn = 0;
   std::string line;
   while (true) {
@@ -47,20 +54,11 @@ void run_chat(const ChatOpts& o) {
     if (line == "/exit" || line == "/quit") break;
     if (line == "/reset") {
       messages.erase(messages.begin() + long(base), messages.end());
-      state = model->new_sequence();
-      computed.clear();
       continue;
     }
     if (line.empty()) continue;
     messages.push_back({{"role", "user"}, {"content", line}});
     std::vector<int32_t> prompt = tok.encode(encode_chat(messages, copt));
-    // Reuse the state when the new prompt extends what it holds; otherwise start over.
-    bool extends = prompt.size() > computed.size() && std::equal(computed.begin(), computed.end(), prompt.begin());
-    if (!extends) {
-      state = model->new_sequence();
-      computed.clear();
-    }
-    std::vector<int32_t> fresh(prompt.begin() + long(computed.size()), prompt.end());
     StreamingParser parser(thinking);
     bool in_reasoning = false;
     auto show = [&](const std::vector<StreamEvent>& evs) {
@@ -81,12 +79,24 @@ void run_chat(const ChatOpts& o) {
       }
       std::fflush(stdout);
     };
-    SpeculativeOptions spec;
-    spec.max_draft = o.gen.draft_tokens(model->facts().mtp_layers);
-    auto stats = generate(*model, *state, tok, fresh, sp, ++turn, [&](const GenerationEvent& ev) {
+    SamplingParams p = sp;
+    const int64_t room = eng.max_context() - int64_t(prompt.size());
+    if (room < 1) {
+      std::fprintf(stderr, "(the conversation has reached the context of %lld tokens; /reset to start over)\n",
+                   (long long)eng.max_context());
+      messages.erase(messages.size() - 1);
+      continue;
+    }
+    if (!p.max_tokens || *p.max_tokens > room) p.max_tokens = room;
+    engine::Request req;
+    req.prompt = prompt;
+    req.sampling = p;
+    req.id = ++turn;
+    auto stats = run_single_request(eng, std::move(req), [&](const engine::Event& ev) {
       show(parser.feed(ev.text));
       return true;
-    }, spec);
+    });
+    if (!stats.error.empty()) std::fprintf(stderr, "(error: %s)\n", stats.error.c_str());
     try {
       // The EOS token closes the assistant turn in the encoding; its text is not streamed.
       if (!stats.tokens.empty() && stats.tokens.back() == tok.eos_id()) show(parser.feed(tok.id_to_token(tok.eos_id())));
@@ -97,15 +107,15 @@ void run_chat(const ChatOpts& o) {
     }
     if (in_reasoning && tty) std::fputs("\033[0m", stdout);
     std::printf("\n");
-    std::fprintf(stderr, "[%lld tokens, %.2f tokens/s, %s]\n", (long long)stats.generated_tokens,
-                 stats.decode_seconds > 0 ? double(stats.generated_tokens - 1) / stats.decode_seconds : 0.0,
+    const int64_t generated = int64_t(stats.tokens.size());
+    std::fprintf(stderr, "[%lld tokens, %.2f tokens/s, %lld prompt tokens reused, %s]\n", (long long)generated,
+                 stats.decode_seconds > 0 ? double(generated - 1) / stats.decode_seconds : 0.0,
+                 (long long)stats.cached_prompt_tokens,
                  finish_reason_name(stats.finish) ? finish_reason_name(stats.finish) : "cancelled");
     const auto& pr = parser.result();
     nlohmann::ordered_json reply = {{"role", "assistant"}, {"content", pr.content}};
     if (thinking) reply["reasoning_content"] = pr.reasoning_content;
     messages.push_back(reply);
-    computed = prompt;
-    computed.insert(computed.end(), stats.tokens.begin(), stats.tokens.end());
   }
 }
 

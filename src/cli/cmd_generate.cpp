@@ -13,9 +13,11 @@
 #include "cli/generation_options.h"
 #include "cli/token_ids.h"
 #include "core/error.h"
-#include "engine/generation.h"
+#include "cli/single_request.h"
+#include "engine/engine.h"
 #include "io/json_file.h"
 #include "models/registry.h"
+#include "text/tokenizer.h"
 #include "text/chat_encoding.h"
 
 namespace strata::cli {
@@ -39,9 +41,10 @@ void run_generate(const Opts& o) {
   if (o.prompt.empty() == o.ids.empty()) throw Error("generate needs exactly one of --prompt TEXT or --ids 1,2,3");
   if (o.chat && o.prompt.empty()) throw Error("--chat needs --prompt");
   const SamplingParams sp = o.gen.sampling();
-  auto model = models::load_model(o.model);
+  std::shared_ptr<const models::Model> model = models::load_model(o.model);
   preload_checkpoint(model->checkpoint(), o.model);  // a progress bar while a large checkpoint is read in
-  Tokenizer tok = Tokenizer::load(o.model);
+  auto tok_ptr = std::make_shared<const Tokenizer>(Tokenizer::load(o.model));
+  const Tokenizer& tok = *tok_ptr;
   std::vector<int32_t> prompt;
   if (!o.prompt.empty()) {
     std::string text = o.prompt;
@@ -67,28 +70,37 @@ void run_generate(const Opts& o) {
     std::fprintf(stderr, "note: %s holds random weights from `strata make-model`: the architecture is exact, the words "
                          "are not meaningful. Point --model at a real checkpoint directory for real text.\n",
                  o.model.c_str());
-  auto state = model->new_sequence();
-  SpeculativeOptions spec;
-  spec.max_draft = o.gen.draft_tokens(model->facts().mtp_layers);
-  auto stats = generate(*model, *state, tok, prompt, sp, 1, [&](const GenerationEvent& ev) {
+  // One request through the serving engine: the server's code path, in a pool sized for it.
+  engine::EngineOptions eo;
+  eo.max_running = 1;
+  eo.max_queue = 1;
+  eo.prefix_cache = false;
+  eo.max_context = need;
+  eo.spec_tokens = o.gen.draft_tokens(model->facts().mtp_layers);
+  engine::Engine eng(model, tok_ptr, eo);
+  engine::Request req;
+  req.prompt = prompt;
+  req.sampling = sp;
+  req.id = 1;
+  auto stats = run_single_request(eng, std::move(req), [&](const engine::Event& ev) {
     if (o.print_ids) {
-      if (ev.token >= 0) std::printf("%d\n", ev.token);
+      if (ev.kind == engine::EventKind::token) std::printf("%d\n", ev.token);
     } else {
       std::fputs(ev.text.c_str(), stdout);
     }
     std::fflush(stdout);
     return true;
-  }, spec);
+  });
   if (!o.print_ids) std::printf("\n");
   std::fflush(stdout);
-  const double dtps = stats.generated_tokens > 1 && stats.decode_seconds > 0
-                          ? double(stats.generated_tokens - 1) / stats.decode_seconds
-                          : 0.0;
+  if (!stats.error.empty()) throw Error(stats.error);
+  const int64_t generated = int64_t(stats.tokens.size());
+  const double dtps = generated > 1 && stats.decode_seconds > 0 ? double(generated - 1) / stats.decode_seconds : 0.0;
   std::fprintf(stderr, "prefill: %lld tokens in %.3f s (%.1f tokens/s); decode: %lld tokens, %.2f tokens/s; finish: %s\n",
-               (long long)stats.prompt_tokens, stats.prefill_seconds,
-               double(stats.prompt_tokens) / std::max(stats.prefill_seconds, 1e-9), (long long)stats.generated_tokens,
-               dtps, finish_reason_name(stats.finish) ? finish_reason_name(stats.finish) : "none");
-  if (spec.max_draft > 0)
+               (long long)stats.prompt_tokens, stats.ttft_seconds,
+               double(stats.prompt_tokens) / std::max(stats.ttft_seconds, 1e-9), (long long)generated, dtps,
+               finish_reason_name(stats.finish) ? finish_reason_name(stats.finish) : "none");
+  if (eo.spec_tokens > 0)
     std::fprintf(stderr, "speculative: %lld rounds, %lld drafted, %lld accepted (%.1f%%), %.2f tokens per verification\n",
                  (long long)stats.spec.rounds, (long long)stats.spec.drafted, (long long)stats.spec.accepted,
                  100.0 * stats.spec.acceptance_rate(), stats.spec.mean_accepted_length());

@@ -517,12 +517,17 @@ void Engine::Impl::verify_drafts(Req& r, std::vector<float>& all, StepTimes& t, 
   r->spec_feed.clear();
   const int64_t n = int64_t(feed.size()), V = model->vocab_size(), c0 = r->context() - n;
   std::vector<float> row(static_cast<size_t>(V));
+  // The request's own counters are current before each row is sampled: its last event reports them.
+  r->spec.rounds += 1;
+  r->spec.drafted += n - 1;
   int64_t keep = 0;
   while (keep < n) {
     std::copy_n(all.begin() + keep * V, V, row.begin());
     ++keep;
+    r->spec.emitted += 1;
     if (!sample_row(r, row, t)) break;
     if (keep == n || r->tokens.back() != feed[size_t(keep)]) break;
+    r->spec.accepted += 1;
   }
   {
     std::lock_guard lk(mu);

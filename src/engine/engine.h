@@ -52,6 +52,8 @@ struct Event {
   bool cancelled = false;                   // finished because of cancel() or shutdown
   std::string error;                        // finished because of an error (e.g. out of memory for this request)
   int64_t prompt_tokens = 0, generated_tokens = 0, cached_prompt_tokens = 0;  // usage, on the last event
+  // Speculative decoding, on the last event: verification rounds, drafted and accepted tokens.
+  int64_t spec_rounds = 0, spec_drafted = 0, spec_accepted = 0;
 };
 
 using EventCallback = std::function<void(const Event&)>;

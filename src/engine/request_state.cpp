@@ -72,6 +72,9 @@ Event RequestState::on_logits(std::vector<float>& logits, int32_t tok_vocab, Sam
     ev.prompt_tokens = prompt_tokens;
     ev.generated_tokens = generated();
     ev.cached_prompt_tokens = cached_prompt_tokens;
+    ev.spec_rounds = spec.rounds;
+    ev.spec_drafted = spec.drafted;
+    ev.spec_accepted = spec.accepted;
   }
   return ev;
 }
@@ -85,6 +88,9 @@ Event RequestState::end_event(bool cancelled, std::string error) const {
   ev.prompt_tokens = prompt_tokens;
   ev.generated_tokens = generated();
   ev.cached_prompt_tokens = cached_prompt_tokens;
+  ev.spec_rounds = spec.rounds;
+  ev.spec_drafted = spec.drafted;
+  ev.spec_accepted = spec.accepted;
   return ev;
 }
 

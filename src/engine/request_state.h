@@ -1,7 +1,6 @@
 // One request inside the engine: its tokens, its cache state (absent while waiting or after
-// preemption), and the per-request pieces generate() uses — Sampler, StopMatcher,
-// StreamDecoder — applied to each step's logits exactly as generate() applies them, so the
-// engine's tokens and text equal generate()'s.
+// preemption), and its per-request pieces — Sampler, StopMatcher, StreamDecoder — applied to
+// each step's logits by sample_step.
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -53,6 +52,7 @@ struct RequestState {
   // verified tokens [pending, drafts...] (empty when the step does not speculate), the undo
   // log of their state writes and the main streams of the step's tokens (the MTP's input).
   std::optional<DraftLength> draft_length;
+  SpeculativeStats spec;  // this request's rounds so far (reported on its last event)
   std::vector<int64_t> spec_feed;
   std::vector<int32_t> forced_drafts;  // Request::forced_drafts
   cache::UndoLog undo;
@@ -64,7 +64,7 @@ struct RequestState {
 
   // Samples the next token from the logits of the last token and builds its event (text with
   // stop strings applied, finish reason, usage on the last one). Masks rows past the
-  // tokenizer's vocabulary first, as generate() does.
+  // tokenizer's vocabulary first.
   Event on_logits(std::vector<float>& logits, int32_t tok_vocab, SamplingScratch& scratch);
   // The last event of a request that did not finish by itself.
   Event end_event(bool cancelled, std::string error) const;

@@ -1,7 +1,8 @@
-// One generation step after the forward pass, shared by generate() and the batching engine so
-// a request's tokens and text are the same on either path: rows past the tokenizer's
+// One generation step after the forward pass, per request: rows past the tokenizer's
 // vocabulary are masked, the sampler draws, and the token's text goes through the streaming
-// detokenizer and the stop-string matcher (EOS / stop tokens produce no text).
+// detokenizer and the stop-string matcher (EOS / stop tokens produce no text). The engine
+// applies it to every request; the tests' reference decode loop applies the same step, so the
+// two can be compared bit for bit.
 #pragma once
 #include <optional>
 #include <string>

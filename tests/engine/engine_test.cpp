@@ -17,7 +17,7 @@
 
 #include "core/error.h"
 #include "engine/request_snapshot.h"
-#include "engine/generation.h"
+#include "engine/reference_generation.h"
 #include "kernels/parallel.h"
 #include "models/deepseek_v4/cache_layout.h"
 #include "models/deepseek_v4/indexer_scratch.h"

@@ -14,7 +14,7 @@
 
 #include "cache/undo_log.h"
 #include "core/error.h"
-#include "engine/generation.h"
+#include "engine/reference_generation.h"
 #include "models/dsv4_fixture.h"
 #include "text/tokenizer.h"
 
