@@ -252,6 +252,13 @@ void Model::forward_batch(std::vector<BatchItem>& items) const {
     check_ids(it.ids, it.n, st.pos);
     for (const auto* o : states)
       if (o == &st) throw Error("forward_batch: a sequence appears twice in one batch");
+    // A speculative pass keeps each drafted token's recurrent state in a draft slot: refused
+    // here, before any state is touched, when there are too few.
+    if (it.undo)
+      for (const auto& L : st.layers)
+        if (L.linear && it.n - 1 > L.draft_copies)
+          throw Error("a speculative pass of " + std::to_string(it.n) + " tokens needs " + std::to_string(it.n - 1) +
+                      " draft slots; the state has " + std::to_string(L.draft_copies));
     states.push_back(&st);
     n += it.n;
   }
