@@ -692,8 +692,17 @@ bool Engine::Impl::step() {
     r.computed_high = std::max(r.computed_high, c0 + n);
     left[i] = n;
   }
+  // A lone decoding request times its rounds, so its draft length follows what an extra
+  // verified row really costs (DraftLength::observe_time); in a batch the load stands in.
+  const auto t_round = RequestState::clock::now();
   plan_drafts(plan, left);
+  const bool lone_decoder = drafter && running.size() == 1 && running[0] && plan.chunk[0] == 1 &&
+                            running[0]->pending() == 1 && running[0]->generated() > 0;
+  const int64_t lone_rows = lone_decoder ? left[0] : 0;
   run_batched(left, logits);
+  if (lone_decoder && running[0])
+    running[0]->draft_length->observe_time(
+        lone_rows, std::chrono::duration<double>(RequestState::clock::now() - t_round).count());
   StepTimes times;
   std::vector<Verified> verified;
   for (size_t i = 0; i < running.size(); ++i) {
