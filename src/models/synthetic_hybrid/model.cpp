@@ -356,6 +356,35 @@ void Model::restart_mtp(models::Sequence& s, int64_t pos, int64_t j) const {
   st.mtp_pos[0] = pos;
 }
 
+std::unique_ptr<models::Sequence> Model::synthetic_sequence(int64_t pos, uint64_t seed,
+                                                            const models::CacheOptions& o) const {
+  if (pos < 0 || pos > max_positions()) throw Error("synthetic state: position outside the context");
+  auto st = std::make_unique<SequenceState>(new_state(config(), o.draft_tokens));
+  uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+  auto next = [&] {  // xorshift64*: values in [-0.5, 0.5)
+    x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
+    return float(double((x * 0x2545f4914f6cdd1dull) >> 11) * 0x1.0p-53 - 0.5);
+  };
+  for (auto& L : st->layers) {
+    if (L.linear) {
+      for (auto& v : L.state) v = next();
+      for (auto& v : L.conv) v = f32_to_bf16(next());
+      continue;
+    }
+    for (int64_t t = 0; t < pos; ++t) {
+      auto* e = reinterpret_cast<uint16_t*>(L.kv.append());
+      for (int64_t i = 0; i < config().kv_entry_bytes() / 2; ++i) e[i] = f32_to_bf16(next());
+    }
+  }
+  st->pos = pos;
+  st->mtp_pos.assign(st->mtp_pos.size(), pos);
+  for (int64_t t = 0; t < pos && has_mtp_; ++t) {
+    auto* e = reinterpret_cast<uint16_t*>(st->mtp.kv.append());
+    for (int64_t i = 0; i < config().kv_entry_bytes() / 2; ++i) e[i] = f32_to_bf16(next());
+  }
+  return st;
+}
+
 std::string Model::describe_state(const models::Sequence& s) const {
   const SequenceState& st = state_of(const_cast<models::Sequence&>(s));
   std::string out = "after " + std::to_string(st.pos) + " tokens:\n";

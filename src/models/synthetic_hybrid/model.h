@@ -50,6 +50,9 @@ class Model final : public models::Model {
   void mtp_forward_batch(std::vector<MtpItem>& items, int64_t j = 0) const override;
   void restart_mtp(models::Sequence& st, int64_t pos, int64_t j = 0) const override;
   std::string describe_state(const models::Sequence& st) const override;
+  // Random K/V entries for pos tokens and random recurrent states (decode cost at long context).
+  std::unique_ptr<models::Sequence> synthetic_sequence(int64_t pos, uint64_t seed,
+                                                       const models::CacheOptions& o) const override;
 
  private:
   struct Segment {  // one sequence's rows of a stacked pass through one layer
