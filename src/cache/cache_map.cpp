@@ -35,13 +35,18 @@ void place_all(CacheMap& map, CachePool& pool, PoolSeq& seq, bool adopt) {
   const auto& layout = pool.layout();
   check_map(map, layout, /*entry_counts=*/!adopt);  // adopted entries are the pool's, not the state's
   if (seq.slot < 0) throw Error("cache pool: the request holds no slot for its state");
+  if (layout.draft_bytes() > 0 && seq.draft < 0) throw Error("cache pool: the request holds no draft unit");
   uint8_t* slot = pool.slot_data(seq.slot);
   for (size_t i = 0; i < map.size(); ++i) {
     CachePiece& p = map[i];
     const CacheSpec& s = layout.specs[i];
     if (policy(s.kind).storage == Storage::slot) {
       auto f = [&](const RegionRef& r, uint8_t* at) { adopt ? r.adopt(at) : r.bind(at); };
-      place(p.drafts, place(p.regions, slot + pool.spec_offset(i), f), f);
+      place(p.regions, slot + pool.spec_offset(i), f);
+      // Draft copies are scratch: bound to the request's draft unit, never adopted as content.
+      if (!p.drafts.empty())
+        place(p.drafts, pool.draft_data(seq.draft) + pool.draft_offset(i),
+              [](const RegionRef& r, uint8_t* at) { r.adopt(at); });
       continue;
     }
     const int64_t per_block = s.entries_per_block(layout.block_tokens);
@@ -88,24 +93,7 @@ int64_t complete_blocks(const CacheMap& map, const CacheLayout& layout, int64_t 
 }
 
 void copy_slot_state(CachePool& pool, int32_t from, int32_t to) {
-  const auto& layout = pool.layout();
-  const uint8_t* src = pool.slot_data(from);
-  uint8_t* dst = pool.slot_data(to);
-  // Slot specs lie in layout order; one copy spans consecutive specs' live bytes (and the
-  // alignment padding between them) up to the next draft room, which is left behind.
-  int64_t run_start = -1, run_end = -1;
-  auto flush = [&] {
-    if (run_start >= 0) std::memcpy(dst + run_start, src + run_start, size_t(run_end - run_start));
-    run_start = -1;
-  };
-  for (size_t i = 0; i < layout.specs.size(); ++i) {
-    const CacheSpec& s = layout.specs[i];
-    if (policy(s.kind).checkpoint != Checkpoint::copy_slot_state) continue;
-    if (run_start < 0) run_start = pool.spec_offset(i);
-    run_end = pool.spec_offset(i) + s.live_bytes();
-    if (s.draft_copies > 0) flush();
-  }
-  flush();
+  std::memcpy(pool.slot_data(to), pool.slot_data(from), size_t(pool.slot_stride()));
 }
 
 }  // namespace strata::cache

@@ -56,8 +56,9 @@ using CacheMap = std::vector<CachePiece>;
 // entry_counts, when a growing piece's entries are not those of its tokens).
 void check_map(const CacheMap& map, const CacheLayout& layout, bool entry_counts = true);
 
-// The state's contents move into the pool: fixed regions into the request's slot, entries into
-// its blocks (seq must hold a slot and the blocks for the pieces' tokens).
+// The state's contents move into the pool: fixed regions into the request's slot (their draft
+// copies into its draft unit), entries into its blocks (seq must hold a slot, a draft unit
+// where the layout has draft copies, and the blocks for the pieces' tokens).
 void bind_to_pool(CacheMap& map, CachePool& pool, PoolSeq& seq);
 // The pool already holds the contents (a restored prefix checkpoint: its slot state copied,
 // its blocks shared); the pieces' token counts say how many entries are there.
@@ -65,8 +66,8 @@ void adopt_from_pool(CacheMap& map, CachePool& pool, PoolSeq& seq);
 // Blocks every growing piece has filled, at most blocks_for(pos): these are final and may be
 // shared; a block past them is still being written (an MTP layer a token behind) and is copied.
 int64_t complete_blocks(const CacheMap& map, const CacheLayout& layout, int64_t pos);
-// Copies every slot spec's live state from one pool slot to another (a prefix checkpoint taken
-// or restored); draft copies are scratch and stay behind.
+// Copies a slot's state to another slot (a prefix checkpoint taken or restored): every slot
+// spec's live state (draft copies live in the request's draft unit, not in its slot).
 void copy_slot_state(CachePool& pool, int32_t from, int32_t to);
 
 }  // namespace strata::cache

@@ -17,27 +17,41 @@ int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
 int64_t CachePool::sequence_bytes_bound(const CacheLayout& layout, int64_t context) {
   const int64_t pad = kAlign * int64_t(layout.specs.size());
-  return layout.fixed_bytes() + pad + layout.blocks_for(context) * (layout.block_bytes() + pad);
+  const int64_t draft_pad = layout.draft_bytes() > 0 ? pad : 0;
+  return layout.fixed_bytes() + pad + draft_pad + layout.blocks_for(context) * (layout.block_bytes() + pad);
 }
 
-CachePool::CachePool(CacheLayout layout, int64_t capacity_bytes, bool populate, int64_t workspace_bytes)
+CachePool::CachePool(CacheLayout layout, int64_t capacity_bytes, bool populate, int64_t workspace_bytes,
+                     int64_t draft_units)
     : layout_(std::move(layout)) {
   if (capacity_bytes <= 0) throw Error("cache pool: the capacity must be positive");
   if (workspace_bytes < 0) throw Error("cache pool: the workspace cannot be negative");
-  // Offsets: growing specs inside a block, fixed specs inside a slot, in layout order.
-  int64_t block_off = 0, slot_off = 0;
+  // Offsets: growing specs inside a block, fixed specs' live state inside a slot, their draft
+  // copies inside a draft unit, in layout order.
+  int64_t block_off = 0, slot_off = 0, draft_off = 0;
   for (const auto& s : layout_.specs) {
     if (kind_grows(s.kind)) {
       offsets_.push_back(block_off);
+      draft_offsets_.push_back(0);
       block_off = align_up(block_off + s.block_bytes(layout_.block_tokens), kAlign);
     } else {
       offsets_.push_back(slot_off);
-      slot_off = align_up(slot_off + s.fixed_bytes(), kAlign);
+      slot_off = align_up(slot_off + s.live_bytes(), kAlign);
+      draft_offsets_.push_back(draft_off);
+      if (s.draft_copies > 0) draft_off = align_up(draft_off + s.fixed_bytes() - s.live_bytes(), kAlign);
     }
   }
   block_stride_ = std::max<int64_t>(block_off, kAlign);
   slot_stride_ = std::max<int64_t>(slot_off, kAlign);
+  draft_stride_ = draft_off;
   capacity_ = align_up(capacity_bytes, kAlign);
+  if (draft_stride_ > 0) {
+    if (draft_units < 1) throw Error("cache pool: the layout has draft copies and the pool no draft units");
+    draft_units_ = draft_units;
+    for (int64_t u = draft_units_; u-- > 0;) free_drafts_.push_back(int32_t(u));
+  }
+  slots_end_ = capacity_ - draft_units_ * draft_stride_;
+  if (slots_end_ < 0) throw Error("cache pool: the capacity does not hold its draft units");
   workspace_ = align_up(workspace_bytes, kAlign);
   const int64_t mapped = capacity_ + workspace_;
   void* p = ::mmap(nullptr, size_t(mapped), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -82,10 +96,11 @@ int32_t CachePool::take_slot() {
 bool CachePool::fits(int64_t blocks, int64_t slots) const {
   const int64_t new_blocks = std::max<int64_t>(0, blocks - int64_t(free_blocks_.size()));
   const int64_t new_slots = std::max<int64_t>(0, slots - int64_t(free_slots_.size()));
-  return (block_top_ + new_blocks) * block_stride_ + (slot_top_ + new_slots) * slot_stride_ <= capacity_;
+  return (block_top_ + new_blocks) * block_stride_ + (slot_top_ + new_slots) * slot_stride_ <= slots_end_;
 }
 
 bool CachePool::can_reserve(const PoolSeq& s, int64_t context) const {
+  if (draft_stride_ > 0 && s.draft < 0 && free_drafts_.empty()) return false;
   return fits(layout_.blocks_for(context) - int64_t(s.blocks.size()), s.slot < 0 ? 1 : 0);
 }
 
@@ -97,6 +112,7 @@ void CachePool::push_block(PoolSeq& s, int32_t b) {
 bool CachePool::reserve(PoolSeq& s, int64_t context) {
   if (!can_reserve(s, context)) return false;
   if (s.slot < 0) s.slot = take_slot();
+  take_draft(s);
   while (int64_t(s.blocks.size()) < layout_.blocks_for(context)) push_block(s, take_block());
   return true;
 }
@@ -105,6 +121,15 @@ bool CachePool::take_slot(PoolSeq& s) {
   if (s.slot >= 0) return true;
   if (!fits(0, 1)) return false;
   s.slot = take_slot();
+  return true;
+}
+
+bool CachePool::take_draft(PoolSeq& s) {
+  if (draft_stride_ == 0 || s.draft >= 0) return true;
+  if (free_drafts_.empty()) return false;
+  s.draft = free_drafts_.back();
+  free_drafts_.pop_back();
+  ++drafts_used_;
   return true;
 }
 
@@ -138,6 +163,11 @@ void CachePool::release(PoolSeq& s) {
     free_slots_.push_back(s.slot);
     --slots_used_;
     s.slot = -1;
+  }
+  if (s.draft >= 0) {
+    free_drafts_.push_back(s.draft);
+    --drafts_used_;
+    s.draft = -1;
   }
   give_back_ends();
 }
@@ -175,7 +205,8 @@ void CachePool::give_back_ends() {
 std::vector<std::pair<std::string, int64_t>> CachePool::bytes_by_kind() const {
   std::vector<std::pair<std::string, int64_t>> out;
   for (const auto& s : layout_.specs) {
-    const int64_t b = kind_grows(s.kind) ? blocks_used_ * s.block_bytes(layout_.block_tokens) : slots_used_ * s.fixed_bytes();
+    const int64_t b = kind_grows(s.kind) ? blocks_used_ * s.block_bytes(layout_.block_tokens)
+                                         : slots_used_ * s.live_bytes() + drafts_used_ * (s.fixed_bytes() - s.live_bytes());
     bool found = false;
     for (auto& [k, v] : out)
       if (k == kind_name(s.kind)) v += b, found = true;

@@ -75,9 +75,10 @@ struct Engine::Impl {
     st->use_workspace(workspace.get());
     return st;
   }
-  // What a request at this context costs the pool: its slot and blocks with their alignment.
+  // What a request at this context costs the pool: its slot, draft unit and blocks with their
+  // alignment.
   int64_t bytes_for(int64_t context) const {
-    return pool->slot_stride() + layout.blocks_for(context) * pool->block_stride();
+    return pool->slot_stride() + pool->draft_stride() + layout.blocks_for(context) * pool->block_stride();
   }
   void free_cache(RequestState& r) {
     r.state.reset();
@@ -157,7 +158,7 @@ Engine::Engine(std::shared_ptr<const models::Model> model, std::shared_ptr<const
     // (bounded, allocated once, counted by the pool as its workspace).
     const int64_t parts = kernels::num_threads();
     const int64_t ws = mc.workspace_bytes(I.max_context, parts);
-    I.pool = std::make_unique<cache::CachePool>(I.layout, I.pool_budget, false, ws);
+    I.pool = std::make_unique<cache::CachePool>(I.layout, I.pool_budget, false, ws, I.opt.max_running);
     if (ws > 0) I.workspace = I.model->workspace(I.pool->workspace(), I.pool->workspace_bytes(), I.max_context, parts);
   }
   for (int64_t e : facts.eos_token_ids) I.eos.push_back(int32_t(e));

@@ -57,7 +57,7 @@ int64_t PrefixCache::restore(const std::vector<int32_t>& tokens, int64_t limit, 
     // Complete blocks shared; a block still being written (an MTP layer a token behind) copied,
     // since the request will write into it.
     pool_.share(seq, c->seq.blocks, size_t(c->shared));
-    bool ok = pool_.take_slot(seq);
+    bool ok = pool_.take_slot(seq) && pool_.take_draft(seq);  // a running request's: its draft unit too
     for (size_t b = size_t(c->shared); ok && b < c->seq.blocks.size(); ++b) ok = pool_.append_copy(seq, c->seq.blocks[b]);
     if (!ok) {
       pool_.release(seq);

@@ -74,7 +74,7 @@ TEST(CacheMap, PoliciesSayWhereEachKindLives) {
 
 TEST(CacheMap, BindAdoptAndCompleteBlocks) {
   const auto L = layout();
-  CachePool pool(L, 1 << 20);
+  CachePool pool(L, 1 << 20, false, 0, /*draft_units=*/3);
   Toy a;
   a.run(6);
   PoolSeq seq;
@@ -84,26 +84,31 @@ TEST(CacheMap, BindAdoptAndCompleteBlocks) {
   bind_to_pool(m, pool, seq);
   EXPECT_TRUE(a.state.bound() && a.drafts.bound() && a.ring.bound() && a.kv.bound());
   const uint8_t* slot = pool.slot_data(seq.slot);
-  EXPECT_EQ(reinterpret_cast<uint8_t*>(a.drafts.data()), reinterpret_cast<uint8_t*>(a.state.data()) + kState * 4);
+  EXPECT_EQ(reinterpret_cast<uint8_t*>(a.drafts.data()), pool.draft_data(seq.draft) + pool.draft_offset(0));
   EXPECT_TRUE(reinterpret_cast<uint8_t*>(a.state.data()) >= slot &&
               reinterpret_cast<uint8_t*>(a.ring.data()) < slot + pool.slot_stride());
+  // the request holds the ledger's bytes: its slot, its draft unit and its blocks
+  EXPECT_EQ(pool.bytes_in_use(), L.bytes_for(6));
   EXPECT_EQ(export_caches(a.map(L), L).size(), before.size());
   for (size_t i = 0; i < before.size(); ++i) EXPECT_EQ(export_caches(a.map(L), L)[i].bytes, before[i].bytes) << i;
   // 6 tokens in blocks of 4: one complete block.
   EXPECT_EQ(complete_blocks(a.map(L), L, 6), 1);
   EXPECT_EQ(complete_blocks(a.map(L), L, 4), 1);
-  // A checkpoint: the slot state copied (not the draft copies), the blocks shared, adopted.
+  // A checkpoint: the slot state copied, the blocks shared, adopted; it holds no draft unit.
   a.drafts[0] = 99.0f;
   PoolSeq ck;
   ASSERT_TRUE(pool.take_slot(ck));
+  EXPECT_LT(ck.draft, 0);
   pool.share(ck, seq.blocks, seq.blocks.size());
   copy_slot_state(pool, seq.slot, ck.slot);
   Toy b;
   b.pos = 6;
   auto bm = b.map(L);
+  EXPECT_THROW(adopt_from_pool(bm, pool, ck), Error);  // a state with draft copies needs a draft unit
+  ASSERT_TRUE(pool.take_draft(ck));
   adopt_from_pool(bm, pool, ck);
   for (size_t i = 0; i < before.size(); ++i) EXPECT_EQ(export_caches(b.map(L), L)[i].bytes, before[i].bytes) << i;
-  EXPECT_NE(b.drafts[0], 99.0f);  // draft copies are scratch: not checkpointed
+  EXPECT_NE(b.drafts[0], 99.0f);  // draft copies are scratch: in another draft unit, not checkpointed
   // A state that does not match its spec, or no slot: refused.
   Toy c;
   c.ring.assign(kRing - 1, 0);
