@@ -9,21 +9,13 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/human_units.h"
 #include "io/safetensors.h"
 #include "models/registry.h"
 
 namespace strata::cli {
 namespace {
 using nlohmann::ordered_json;
-
-std::string human_bytes(double n) {
-  char b[32];
-  if (n >= 1e9) std::snprintf(b, sizeof b, "%.2f GB", n / 1e9);
-  else if (n >= 1e6) std::snprintf(b, sizeof b, "%.2f MB", n / 1e6);
-  else if (n >= 1e3) std::snprintf(b, sizeof b, "%.2f KB", n / 1e3);
-  else std::snprintf(b, sizeof b, "%.0f B", n);
-  return b;
-}
 
 AutoRegister reg([](CLI::App& app) {
   auto* c = app.add_subcommand("inspect", "describe a model: layer schedule, parameters, bytes, tensor check");

@@ -4,7 +4,11 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <functional>
+#include <future>
+#include <memory>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -97,6 +101,29 @@ inline Outcome run_alone(const models::Model& m, const Tokenizer& tok, const Req
   });
   o.done = true;
   return o;
+}
+
+// Runs r on its own engine, exports it to `path` after its fifth event and cancels it; returns
+// the events it had by then. `then` runs on that engine once the request has ended.
+inline Outcome export_after_five(const std::shared_ptr<const models::Model>& m,
+                                 const std::shared_ptr<const Tokenizer>& tok, const EngineOptions& opt,
+                                 const Request& r, const std::string& path,
+                                 const std::function<void(Engine&)>& then = {}) {
+  Collector first;
+  std::promise<void> some;
+  std::atomic<int> n{0};
+  auto inner = first.callback();
+  Engine eng(m, tok, opt);
+  eng.submit(r, [&](const Event& e) {
+    inner(e);
+    if (++n == 5) some.set_value();
+  });
+  some.get_future().wait();
+  eng.export_request(r.id, path);
+  eng.cancel(r.id);
+  first.wait_all(1);
+  if (then) then(eng);
+  return first.out[r.id];
 }
 
 }  // namespace strata::engine::testing

@@ -480,22 +480,9 @@ TEST(Engine, ExportImportContinuesIdentically) {
   const std::string path = std::filesystem::temp_directory_path() / ("strata_snapshot_" + std::to_string(::getpid()));
   EngineOptions opt;
   opt.max_context = 512;
-  Collector first;
-  std::promise<void> some;
-  std::atomic<int> n{0};
-  auto inner = first.callback();
-  {
-    Engine eng(s.model, s.tok, opt);
-    eng.submit(r, [&](const Event& e) {
-      inner(e);
-      if (++n == 5) some.set_value();
-    });
-    some.get_future().wait();
-    eng.export_request(r.id, path);
-    eng.cancel(r.id);
-    first.wait_all(1);
+  const Outcome a = testing::export_after_five(s.model, s.tok, opt, r, path, [&](Engine& eng) {
     EXPECT_THROW(eng.export_request(r.id, path + ".x"), Error);  // finished
-  }
+  });
   RequestSnapshot snap = read_snapshot(path);
   const size_t k = snap.tokens.size() - r.prompt.size();
   ASSERT_GE(k, 5u);
@@ -511,7 +498,6 @@ TEST(Engine, ExportImportContinuesIdentically) {
     second.wait_all(1);
     kernels::set_num_threads(0);
   }
-  const Outcome& a = first.out[r.id];
   const Outcome& b = second.out[r.id];
   std::vector<int32_t> tokens(a.tokens.begin(), a.tokens.begin() + long(k));
   tokens.insert(tokens.end(), b.tokens.begin(), b.tokens.end());

@@ -176,21 +176,7 @@ TEST(HybridEngine, ExportImportContinuesIdentically) {
   const std::string path = (std::filesystem::temp_directory_path() / ("strata_hybrid_req_" + std::to_string(::getpid()))).string();
   EngineOptions opt;
   opt.max_context = 256;
-  Collector first;
-  std::promise<void> some;
-  std::atomic<int> n{0};
-  auto inner = first.callback();
-  {
-    Engine eng(s.model, s.tok, opt);
-    eng.submit(r, [&](const Event& e) {
-      inner(e);
-      if (++n == 5) some.set_value();
-    });
-    some.get_future().wait();
-    eng.export_request(r.id, path);
-    eng.cancel(r.id);
-    first.wait_all(1);
-  }
+  const Outcome first = testing::export_after_five(s.model, s.tok, opt, r, path);
   const RequestSnapshot snap = read_snapshot(path);
   EXPECT_EQ(snap.model_type, "strata_hybrid");
   const size_t k = snap.tokens.size() - r.prompt.size();
@@ -204,7 +190,7 @@ TEST(HybridEngine, ExportImportContinuesIdentically) {
     second.wait_all(1);
     kernels::set_num_threads(0);
   }
-  std::vector<int32_t> tokens(first.out[r.id].tokens.begin(), first.out[r.id].tokens.begin() + long(k));
+  std::vector<int32_t> tokens(first.tokens.begin(), first.tokens.begin() + long(k));
   tokens.insert(tokens.end(), second.out[r.id].tokens.begin(), second.out[r.id].tokens.end());
   EXPECT_EQ(tokens, expect.tokens);
   // A recurrent state of the wrong size is refused.

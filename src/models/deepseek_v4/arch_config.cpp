@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "core/dtype.h"
+#include "core/human_units.h"
 #include "models/deepseek_v4/indexer_scratch.h"
 #include "models/deepseek_v4/params.h"
 #include "models/deepseek_v4/tensors.h"
@@ -20,24 +21,6 @@ void appendf(std::string& out, const char* fmt, ...) {
   std::vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
   out += buf;
-}
-
-std::string human(double n) {
-  char b[32];
-  if (n >= 1e9) std::snprintf(b, sizeof b, "%.2fB", n / 1e9);
-  else if (n >= 1e6) std::snprintf(b, sizeof b, "%.2fM", n / 1e6);
-  else if (n >= 1e3) std::snprintf(b, sizeof b, "%.2fK", n / 1e3);
-  else std::snprintf(b, sizeof b, "%.0f", n);
-  return b;
-}
-
-std::string human_bytes(double n) {
-  char b[32];
-  if (n >= 1e9) std::snprintf(b, sizeof b, "%.2f GB", n / 1e9);
-  else if (n >= 1e6) std::snprintf(b, sizeof b, "%.2f MB", n / 1e6);
-  else if (n >= 1e3) std::snprintf(b, sizeof b, "%.2f KB", n / 1e3);
-  else std::snprintf(b, sizeof b, "%.0f B", n);
-  return b;
 }
 
 std::string schedule_string(const Config& c) {
@@ -153,13 +136,13 @@ std::string ArchConfig::describe_text() const {
           c.compress_rope_theta, c.rope_scaling.factor, (long long)c.rope_scaling.original_max_position_embeddings,
           c.rope_theta);
   const auto& p = j["parameters"];
-  appendf(out, "parameters (main layers): %s total, %s active per token\n", human(p["total"].get<double>()).c_str(),
-          human(p["active_per_token"].get<double>()).c_str());
+  appendf(out, "parameters (main layers): %s total, %s active per token\n", human_count(p["total"].get<double>()).c_str(),
+          human_count(p["active_per_token"].get<double>()).c_str());
   for (auto& [k, v] : p["total_by_component"].items())
-    appendf(out, "  %-16s %12s total %12s active\n", k.c_str(), human(v.get<double>()).c_str(),
-            human(p["active_by_component"][k].get<double>()).c_str());
-  appendf(out, "  %-16s %12s total %12s active\n", "mtp block", human(p["mtp_total"].get<double>()).c_str(),
-          human(p["mtp_active"].get<double>()).c_str());
+    appendf(out, "  %-16s %12s total %12s active\n", k.c_str(), human_count(v.get<double>()).c_str(),
+            human_count(p["active_by_component"][k].get<double>()).c_str());
+  appendf(out, "  %-16s %12s total %12s active\n", "mtp block", human_count(p["mtp_total"].get<double>()).c_str(),
+          human_count(p["mtp_active"].get<double>()).c_str());
   appendf(out, "bytes: %s total\n", human_bytes(j["bytes"]["total"].get<double>()).c_str());
   for (auto& [k, v] : j["bytes"]["by_dtype"].items())
     appendf(out, "  %-8s %s\n", k.c_str(), human_bytes(v.get<double>()).c_str());

@@ -1,5 +1,7 @@
 #include "models/deepseek_v4/make_model.h"
 
+#include "models/checkpoint_files.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -247,21 +249,6 @@ class Generator {
   std::map<std::string, std::vector<uint8_t>> scales_;
 };
 
-void copy_one(const fs::path& from, const fs::path& to) {
-  std::error_code ec;
-  fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
-  if (ec) throw Error(from.string() + ": cannot copy to " + to.string() + ": " + ec.message());
-  // The source may be read-only (../shared); the copy belongs to the new checkpoint.
-  fs::permissions(to, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read,
-                  fs::perm_options::replace, ec);
-}
-
-void write_text(const fs::path& p, const std::string& s) {
-  std::ofstream f(p, std::ios::binary);
-  f << s;
-  if (!f) throw Error(p.string() + ": cannot write");
-}
-
 }  // namespace
 
 void make_model(const MakeModelOptions& opt) {
@@ -322,20 +309,14 @@ void make_model(const MakeModelOptions& opt) {
   nlohmann::ordered_json index;
   index["metadata"] = {{"total_size", total}};
   index["weight_map"] = weight_map;
-  write_text(out / "model.safetensors.index.json", index.dump(2) + "\n");
+  models::write_text_file((out / "model.safetensors.index.json").string(), index.dump(2) + "\n");
   nlohmann::ordered_json cfg_json = to_json(c);
   cfg_json["strata_random_weights"] = true;  // `strata generate` says so; other readers ignore the key
-  write_text(out / "config.json", cfg_json.dump(2) + "\n");
+  models::write_text_file((out / "config.json").string(), cfg_json.dump(2) + "\n");
   nlohmann::ordered_json gen_cfg = {{"bos_token_id", c.bos_token_id}, {"eos_token_id", c.eos_token_id},
                                     {"do_sample", true}, {"temperature", 1.0}, {"top_p", 1.0}};
-  write_text(out / "generation_config.json", gen_cfg.dump(2) + "\n");
-  if (!opt.tokenizer_dir.empty()) {
-    for (const char* f : {"tokenizer.json", "tokenizer_config.json"}) {
-      const fs::path src = fs::path(opt.tokenizer_dir) / f;
-      if (!fs::exists(src)) throw Error(src.string() + ": tokenizer file not found");
-      copy_one(src, out / f);
-    }
-  }
+  models::write_text_file((out / "generation_config.json").string(), gen_cfg.dump(2) + "\n");
+  if (!opt.tokenizer_dir.empty()) models::copy_tokenizer_files(opt.tokenizer_dir, opt.out_dir);
 }
 
 }  // namespace strata::dsv4

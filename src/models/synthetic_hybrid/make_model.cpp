@@ -2,12 +2,12 @@
 
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 
 #include "core/error.h"
 #include "core/numfmt.h"
 #include "io/safetensors.h"
 #include "io/safetensors_writer.h"
+#include "models/checkpoint_files.h"
 #include "models/synthetic_hybrid/tensors.h"
 
 namespace strata::hybrid {
@@ -73,20 +73,6 @@ float value(const ExpectedTensor& t, uint64_t key, uint64_t i) {
   return 1.7f * u / std::sqrt(float(t.shape.back()));  // a linear [out, in]
 }
 
-void copy_one(const fs::path& from, const fs::path& to) {
-  std::error_code ec;
-  fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
-  if (ec) throw Error(from.string() + ": cannot copy to " + to.string() + ": " + ec.message());
-  fs::permissions(to, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read,
-                  fs::perm_options::replace, ec);
-}
-
-void write_text(const fs::path& p, const std::string& s) {
-  std::ofstream f(p, std::ios::binary);
-  f << s;
-  if (!f) throw Error(p.string() + ": cannot write");
-}
-
 }  // namespace
 
 void make_model(const models::MakeModelRequest& q) {
@@ -118,15 +104,10 @@ void make_model(const models::MakeModelRequest& q) {
     });
   }
   w.write();
-  write_text(out / "config.json", to_json(c).dump(2) + "\n");
+  models::write_text_file((out / "config.json").string(), to_json(c).dump(2) + "\n");
   nlohmann::ordered_json gen = {{"eos_token_id", c.eos_token_id}, {"do_sample", true}, {"temperature", 1.0}};
-  write_text(out / "generation_config.json", gen.dump(2) + "\n");
-  if (!q.tokenizer_dir.empty())
-    for (const char* f : {"tokenizer.json", "tokenizer_config.json"}) {
-      const fs::path src = fs::path(q.tokenizer_dir) / f;
-      if (!fs::exists(src)) throw Error(src.string() + ": tokenizer file not found");
-      copy_one(src, out / f);
-    }
+  models::write_text_file((out / "generation_config.json").string(), gen.dump(2) + "\n");
+  if (!q.tokenizer_dir.empty()) models::copy_tokenizer_files(q.tokenizer_dir, q.out_dir);
   const auto r = check_checkpoint(c, SafetensorsCheckpoint::open_dir(q.out_dir));
   if (!r.ok()) throw Error(q.out_dir + ": the written checkpoint does not match its config: " + r.summary());
 }
