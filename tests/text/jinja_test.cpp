@@ -236,6 +236,7 @@ TEST(Jinja, ScalarFilters) {
   EXPECT_EQ(R("{{ x|default('d') }}{{ ''|default('d') }}{{ ''|default('d', true) }}{{ none|default('d') }}{{ y|d('e') }}"),
             "dde");
   EXPECT_EQ(R("{{ x|safe }}{{ 1|safe }}", {{"x", "<b>"}}), "<b>1");
+  EXPECT_NE(E("{{ 'a'.upper }}").find("cannot convert a function to a string"), std::string::npos);
 }
 
 TEST(Jinja, Tojson) {
@@ -281,6 +282,8 @@ TEST(Jinja, SyntaxErrorsNameTheConstructAndPlace) {
   EXPECT_EQ(E("{{ 'abc }}"), "jinja: string literal is not closed (line 1, column 4)");
   EXPECT_EQ(E("{# open"), "jinja: comment is not closed with #} (line 1, column 1)");
   EXPECT_EQ(E("{{ a $ b }}"), "jinja: unexpected character '$' (line 1, column 6)");
+  EXPECT_EQ(E("{{ '\\é' }}"), "jinja: unknown escape \\é in a string literal (line 1, column 5)");
+  EXPECT_EQ(E("{{ '\\u12' }}"), "jinja: invalid escape \\u12'  in a string literal (line 1, column 5)");
   EXPECT_EQ(E("{% break %}"), "jinja: {% break %} outside a loop (line 1, column 1)");
   EXPECT_EQ(E("{% for x in xs recursive %}{% endfor %}"), "jinja: recursive loops are not supported (line 1, column 16)");
   EXPECT_EQ(E("{% set 1 = 2 %}"), "jinja: {% set %} can assign only to names and namespace attributes (line 1, column 8)");

@@ -6,6 +6,7 @@
 #include "text/jinja/error.h"
 #include "text/jinja/interpreter.h"
 #include "text/jinja/limits.h"
+#include "text/utf8.h"
 
 namespace strata::jinja {
 namespace {
@@ -85,7 +86,12 @@ void add_entry(ObjectData& ns, const Value& pair) {
   if (pair.is_array()) {
     kv = pair.items();
   } else if (pair.is_string()) {
-    for (size_t i = 0; i < pair.str().size(); ++i) kv.push_back(Value::string(pair.str().substr(i, 1)));
+    const std::string& s = pair.str();  // a two-character string is a (key, value) pair
+    for (size_t i = 0; i < s.size();) {
+      const size_t n = size_t(utf8_next(s, i).len);
+      kv.push_back(Value::string(s.substr(i, n)));
+      i += n;
+    }
   }
   if (kv.size() != 2) fail("namespace() needs a dict or a list of (key, value) pairs");
   if (!kv[0].is_string()) fail("namespace() keys must be strings");

@@ -207,7 +207,8 @@ Interpreter::Flow Interpreter::render_statement(const Node& n, Scope* s, std::st
       case NodeKind::kText: out += n.name; return Flow::kNormal;
       case NodeKind::kOutput: {
         const Value v = eval(*n.a, s);
-        if (!v.is_none() && !v.is_undefined()) out += display_string(v);
+        if (v.is_string()) out += v.str();
+        else if (!v.is_none() && !v.is_undefined()) out += display_string(v);
         return Flow::kNormal;
       }
       case NodeKind::kIf:

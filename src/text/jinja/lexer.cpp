@@ -233,7 +233,7 @@ class Lexer {
           const size_t n = e == 'x' ? 2 : 4;
           std::string_view hex = s_.substr(pos_, n);
           if (hex.size() != n || !std::all_of(hex.begin(), hex.end(), [](char h) { return std::isxdigit(static_cast<unsigned char>(h)); }))
-            error("invalid escape \\" + std::string(1, e) + std::string(hex) + " in a string literal", pos_ - 2);
+            error("invalid escape \\" + std::string(1, e) + utf8_sanitize(hex) + " in a string literal", pos_ - 2);
           char32_t cp = char32_t(std::stoul(std::string(hex), nullptr, 16));
           pos_ += n;
           // Two \u escapes of a surrogate pair make one character; a lone surrogate has no
@@ -251,7 +251,11 @@ class Lexer {
           utf8_append(value, cp >= 0xD800 && cp <= 0xDFFF ? char32_t(0xFFFD) : cp);
           break;
         }
-        default: error("unknown escape \\" + std::string(1, e) + " in a string literal", pos_ - 2);
+        default: {
+          --pos_;  // name the whole character, which may be several bytes
+          error("unknown escape \\" + std::string(s_.substr(pos_, size_t(utf8_next(s_, pos_).len))) + " in a string literal",
+                pos_ - 1);
+        }
       }
     }
     push(Tok::kString, std::move(value), start);

@@ -6,6 +6,7 @@
 #include "text/jinja/builtins.h"
 #include "text/jinja/error.h"
 #include "text/jinja/js_text.h"
+#include "text/jinja/limits.h"
 #include "text/utf8.h"
 
 namespace strata::jinja {
@@ -132,7 +133,7 @@ Value replace(const std::string& s, const CallArgs& a) {
     for (size_t i = 0; i <= cps.size(); ++i) {
       if (count < 0 || (long long)i < count) out += new_s;
       if (i < cps.size()) out += cps[i];
-      if (out.size() > (64u << 20)) fail("replace() result too long");
+      if (out.size() > kMaxStringBytes) fail("replace() result too long");
     }
     return Value::string(std::move(out));
   }
@@ -143,7 +144,7 @@ Value replace(const std::string& s, const CallArgs& a) {
     out.append(s, i, j - i);
     out += new_s;
     i = j + old_s.size();
-    if (out.size() > (64u << 20)) fail("replace() result too long");
+    if (out.size() > kMaxStringBytes) fail("replace() result too long");
   }
   out.append(s, i);
   return Value::string(std::move(out));
@@ -189,7 +190,7 @@ Value join(const std::string& sep, const CallArgs& a) {
     if (!first) out += sep;
     first = false;
     out += v.str();
-    if (out.size() > (64u << 20)) fail("join() result too long");
+    if (out.size() > kMaxStringBytes) fail("join() result too long");
   }
   return Value::string(std::move(out));
 }
@@ -381,8 +382,7 @@ Value builtin_member(const Value& object, const std::string& name) {
   if (object.is_string()) {
     if (name == "length") return Value::integer(double(utf16_length(object.str())));
     if (!is_string_method(name)) return Value();
-    const std::string s = object.str();
-    return Value::function(name, [s, name](const CallArgs& a) { return string_method(s, name, a); });
+    return Value::function(name, [object, name](const CallArgs& a) { return string_method(object.str(), name, a); });
   }
   if (object.is_array()) {
     if (name == "length") return Value::integer(double(object.items().size()));
