@@ -64,7 +64,13 @@ void run_serve(const ServeOpts& o) {
   if (o.mlock || o.preload) preload_checkpoint(model->checkpoint(), o.model, 1e9, /*force=*/true);
   if (o.mlock) lock_checkpoint(model->checkpoint());
   auto tok = std::make_shared<const Tokenizer>(Tokenizer::load(o.model));
-  const std::unique_ptr<ChatFormat> chat_format = load_chat_format(o.model, model_type_of(o.model));
+  // A model without a chat format still serves /v1/completions; chat requests are then 400s.
+  std::unique_ptr<ChatFormat> chat_format;
+  try {
+    chat_format = load_chat_format(o.model, model_type_of(o.model));
+  } catch (const Error& e) {
+    std::fprintf(stderr, "strata serve: no chat format, /v1/chat/completions is off: %s\n", e.what());
+  }
   engine::EngineOptions eo;
   eo.max_running = o.max_running;
   eo.max_queue = o.max_queue;

@@ -217,7 +217,9 @@ ApiRequest parse_chat_request(std::string_view body, const ModelInfo& m) {
     r.top_logprobs = 0;
   }
 
-  if (!m.chat_format) throw internal_error("the model has no chat format");
+  if (!m.chat_format)
+    throw bad_request("This model has no chat template, so it serves no chat completions; use /v1/completions.",
+                      "messages");
   std::string text;
   try {
     text = m.chat_format->render(messages, tools, ro);

@@ -62,13 +62,15 @@ TEST(JinjaChatRequest, TemplateFailuresAreBadRequests) {
     EXPECT_EQ(e.param, "messages");
     EXPECT_NE(std::string(e.what()).find("jinja: cannot apply 'in' to none (line "), std::string::npos) << e.what();
   }
+  // A model without a chat template serves no chat completions.
   ModelInfo m = qwen3_model_info();
   m.chat_format = nullptr;
   try {
     parse_chat_request("{" + kHello + "}", m);
     FAIL() << "accepted";
   } catch (const ApiError& e) {
-    EXPECT_EQ(e.status, 500);
+    EXPECT_EQ(e.status, 400);
+    EXPECT_NE(std::string(e.what()).find("no chat template"), std::string::npos);
   }
 }
 
