@@ -1,6 +1,8 @@
-// `strata render` prints the exact prompt text the DeepSeek-V4 chat encoding produces for an
-// OpenAI-style message list; `strata parse` turns a completion (stdin) back into a message.
-// Both are for debugging templates, as apply_chat_template is in Hugging Face.
+// `strata render` prints the exact prompt text a model's chat format makes of an OpenAI-style
+// message list; `strata parse` turns a completion (stdin) back into a message. Both are for
+// debugging templates, as apply_chat_template is in Hugging Face. Without --model, or with a
+// DeepSeek-V4 checkpoint, they use DeepSeek-V4's encoder and parser; with another model
+// directory, its chat template and the <think> / <tool_call> output parser.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
@@ -11,13 +13,14 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "text/chat_encoding.h"
+#include "text/chat_format.h"
 #include "text/chat_parse.h"
 
 namespace strata::cli {
 namespace {
 
 struct RenderOpts {
-  std::string model, messages, thinking = "chat", effort;
+  std::string model, messages, thinking = "chat", effort, template_kwargs;
   bool keep_thinking = false, no_generation_prompt = false;
 };
 
@@ -33,6 +36,15 @@ nlohmann::ordered_json read_ordered(const std::string& path) {
   }
 }
 
+// The model's chat format, or null for DeepSeek-V4's own encoder and parser (no --model, or a
+// DeepSeek-V4 checkpoint), which these commands drive with their full set of options.
+std::unique_ptr<ChatFormat> template_format(const std::string& model) {
+  if (model.empty()) return nullptr;
+  const std::string type = model_type_of(model);
+  if (type == "deepseek_v4") return nullptr;
+  return load_chat_format(model, type);
+}
+
 void run_render(const RenderOpts& o) {
   nlohmann::ordered_json j = read_ordered(o.messages);
   // Either a bare message list or {"messages": [...], "tools": [...]}, like a request body.
@@ -42,6 +54,24 @@ void run_render(const RenderOpts& o) {
     messages = j["messages"];
     if (j.contains("tools")) tools = j["tools"];
   }
+  if (std::unique_ptr<ChatFormat> format = template_format(o.model)) {
+    if (o.keep_thinking) throw Error("--keep-thinking applies to DeepSeek-V4's encoder only");
+    ChatRenderOptions r;
+    r.thinking = o.thinking == "thinking";
+    r.reasoning_effort = o.effort;
+    r.add_generation_prompt = !o.no_generation_prompt;
+    if (!o.template_kwargs.empty()) {
+      try {
+        r.template_kwargs = nlohmann::ordered_json::parse(o.template_kwargs);
+      } catch (const nlohmann::json::exception& e) {
+        throw Error(std::string("--template-kwargs: not valid JSON: ") + e.what());
+      }
+      if (!r.template_kwargs.is_object()) throw Error("--template-kwargs must be a JSON object");
+    }
+    std::fputs(format->render(messages, tools, r).c_str(), stdout);
+    return;
+  }
+  if (!o.template_kwargs.empty()) throw Error("--template-kwargs applies to chat templates only");
   ChatOptions c;
   c.thinking_mode = o.thinking;
   c.reasoning_effort = o.effort;
@@ -50,27 +80,48 @@ void run_render(const RenderOpts& o) {
   std::fputs(encode_chat(messages, tools, c).c_str(), stdout);
 }
 
+struct ParseOpts {
+  std::string model, thinking = "chat";
+};
+
+void run_parse(const ParseOpts& o) {
+  const std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+  const bool thinking = o.thinking == "thinking";
+  ParsedCompletion result;
+  if (std::unique_ptr<ChatFormat> format = template_format(o.model)) {
+    std::unique_ptr<ChatOutputParser> p = format->parser(thinking);
+    p->feed(text);
+    p->finish();
+    result = p->result();
+  } else {
+    result = parse_completion(text, thinking);
+  }
+  std::printf("%s\n", result.to_json().dump(2).c_str());
+}
+
 AutoRegister reg_render([](CLI::App& app) {
   auto o = std::make_shared<RenderOpts>();
-  auto* c = app.add_subcommand("render", "print the prompt text the DeepSeek-V4 chat encoding makes of a message list");
-  c->add_option("--model", o->model, "model directory (its chat encoding; DeepSeek-V4 only for now)");
+  auto* c = app.add_subcommand("render", "print the prompt text a model's chat format makes of a message list");
+  c->add_option("--model", o->model,
+                "model directory: its chat template (default and DeepSeek-V4 checkpoints: DeepSeek-V4's encoder)");
   c->add_option("--messages", o->messages, "JSON file: a message list, or {\"messages\", \"tools\"}")->required();
-  c->add_option("--thinking", o->thinking, "chat or thinking")->check(CLI::IsMember({"chat", "thinking"}));
-  c->add_option("--reasoning-effort", o->effort, "high or max (thinking mode)")->check(CLI::IsMember({"low", "high", "max"}));
-  c->add_flag("--keep-thinking", o->keep_thinking, "keep earlier turns' reasoning even without tools");
+  c->add_option("--thinking", o->thinking, "chat or thinking (a template gets enable_thinking)")
+      ->check(CLI::IsMember({"chat", "thinking"}));
+  c->add_option("--reasoning-effort", o->effort, "reasoning effort (DeepSeek-V4: high or max, thinking mode)")
+      ->check(CLI::IsMember({"minimal", "low", "medium", "high", "max"}));
+  c->add_option("--template-kwargs", o->template_kwargs, "JSON object of extra template variables (chat templates)");
+  c->add_flag("--keep-thinking", o->keep_thinking, "keep earlier turns' reasoning even without tools (DeepSeek-V4)");
   c->add_flag("--no-generation-prompt", o->no_generation_prompt, "do not open the assistant turn at the end");
   c->callback([o] { run_render(*o); });
 });
 
 AutoRegister reg_parse([](CLI::App& app) {
-  static std::string thinking = "chat";
+  auto o = std::make_shared<ParseOpts>();
   auto* c = app.add_subcommand("parse", "parse a completion (stdin) into {reasoning_content, content, tool_calls} JSON");
-  c->add_option("--thinking", thinking, "chat or thinking (the prompt ended with <think>)")
+  c->add_option("--model", o->model, "model directory: its output format (default: DeepSeek-V4's)");
+  c->add_option("--thinking", o->thinking, "chat or thinking (the output starts inside the reasoning)")
       ->check(CLI::IsMember({"chat", "thinking"}));
-  c->callback([] {
-    std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-    std::printf("%s\n", parse_completion(text, thinking == "thinking").to_json().dump(2).c_str());
-  });
+  c->callback([o] { run_parse(*o); });
 });
 
 }  // namespace

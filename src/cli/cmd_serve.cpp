@@ -19,6 +19,7 @@
 #include "engine/engine.h"
 #include "models/registry.h"
 #include "server/server.h"
+#include "text/chat_format.h"
 #include "text/tokenizer.h"
 
 namespace strata::cli {
@@ -63,6 +64,13 @@ void run_serve(const ServeOpts& o) {
   if (o.mlock || o.preload) preload_checkpoint(model->checkpoint(), o.model, 1e9, /*force=*/true);
   if (o.mlock) lock_checkpoint(model->checkpoint());
   auto tok = std::make_shared<const Tokenizer>(Tokenizer::load(o.model));
+  // A model without a chat format still serves /v1/completions; chat requests are then 400s.
+  std::unique_ptr<ChatFormat> chat_format;
+  try {
+    chat_format = load_chat_format(o.model, model_type_of(o.model));
+  } catch (const Error& e) {
+    std::fprintf(stderr, "strata serve: no chat format, /v1/chat/completions is off: %s\n", e.what());
+  }
   engine::EngineOptions eo;
   eo.max_running = o.max_running;
   eo.max_queue = o.max_queue;
@@ -86,6 +94,7 @@ void run_serve(const ServeOpts& o) {
   so.model.id = o.model_name.empty() ? std::filesystem::path(o.model).filename().string() : o.model_name;
   if (so.model.id.empty()) so.model.id = std::filesystem::path(o.model).parent_path().filename().string();
   so.model.tokenizer = tok.get();
+  so.model.chat_format = chat_format.get();
   so.model.max_context = eng.max_context();
   so.model.vocab_size = std::min<int32_t>(tok->vocab_size(), int32_t(model->vocab_size()));
   server::Server srv(backend, so);

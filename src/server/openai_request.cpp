@@ -4,7 +4,7 @@
 
 #include "core/error.h"
 #include "server/api_error.h"
-#include "text/chat_encoding.h"
+#include "text/chat_format.h"
 #include "text/tokenizer.h"
 
 namespace strata::server {
@@ -129,10 +129,9 @@ void normalize_content(ojson& msg, size_t i) {
   *it = text;
 }
 
-std::string effort_for_encoding(const std::string& e) {
-  if (e == "minimal" || e == "low" || e == "medium") return "";
-  if (e == "high" || e == "max") return e;
-  throw bad_request("'reasoning_effort' must be one of low, medium, high, max.", "reasoning_effort");
+void check_effort(const std::string& e) {
+  if (e != "minimal" && e != "low" && e != "medium" && e != "high" && e != "max")
+    throw bad_request("'reasoning_effort' must be one of low, medium, high, max.", "reasoning_effort");
 }
 
 }  // namespace
@@ -191,22 +190,20 @@ ApiRequest parse_chat_request(std::string_view body, const ModelInfo& m) {
   }
 
   // Thinking switch: explicit flags win; a reasoning_effort alone asks for thinking.
-  ChatOptions copt;
-  std::string effort;
+  ChatRenderOptions ro;
   if (const ojson* e = field(j, "reasoning_effort")) {
     if (!e->is_string()) throw bad_request("'reasoning_effort' must be a string.", "reasoning_effort");
-    effort = e->get<std::string>();
-    copt.reasoning_effort = effort_for_encoding(effort);
+    ro.reasoning_effort = e->get<std::string>();
+    check_effort(ro.reasoning_effort);
   }
-  bool thinking = !effort.empty();
+  bool thinking = !ro.reasoning_effort.empty();
   if (const ojson* k = field(j, "chat_template_kwargs")) {
     if (!k->is_object()) throw bad_request("'chat_template_kwargs' must be an object.", "chat_template_kwargs");
     thinking = get_bool(*k, "enable_thinking", thinking);
     thinking = get_bool(*k, "thinking", thinking);
+    ro.template_kwargs = *k;
   }
-  thinking = get_bool(j, "thinking", thinking);
-  copt.thinking_mode = thinking ? "thinking" : "chat";
-  r.thinking = thinking;
+  ro.thinking = get_bool(j, "thinking", thinking);
 
   r.sampling = parse_sampling(j, field(j, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens");
   const bool logprobs = get_bool(j, "logprobs", false);
@@ -220,12 +217,16 @@ ApiRequest parse_chat_request(std::string_view body, const ModelInfo& m) {
     r.top_logprobs = 0;
   }
 
+  if (!m.chat_format)
+    throw bad_request("This model has no chat template, so it serves no chat completions; use /v1/completions.",
+                      "messages");
   std::string text;
   try {
-    text = encode_chat(messages, tools, copt);
+    text = m.chat_format->render(messages, tools, ro);
   } catch (const Error& e) {
     throw bad_request(e.what(), "messages");
   }
+  r.thinking = m.chat_format->output_starts_in_reasoning(text, ro);
   r.prompts.push_back(m.tokenizer->encode(text));
   check_context(r, m, "messages", field(j, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens");
   return r;

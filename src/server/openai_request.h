@@ -2,11 +2,14 @@
 // token prompts and sampling parameters. Everything a client can get wrong is checked here and
 // thrown as ApiError (status 400 / 404 with OpenAI's message shape), before the engine sees it.
 //
-// Chat extras (documented in docs/server.md):
+// Chat prompts are rendered by the model's ChatFormat (text/chat_format.h). Chat extras
+// (documented in docs/server.md):
 //  - thinking on/off: "thinking": bool, or "chat_template_kwargs": {"thinking"|"enable_thinking": bool};
 //    default off, except that a "reasoning_effort" alone turns it on.
 //  - "reasoning_effort": "low" | "medium" | "high" | "max" ("minimal"/"low"/"medium" use the
-//    model's default effort, "max" adds DeepSeek's Think-Max prompt).
+//    model's default effort, "max" adds DeepSeek's Think-Max prompt; a chat template gets the
+//    value as `reasoning_effort`).
+//  - "chat_template_kwargs": passed to a chat template as variables.
 //  - "tools" / "tool_choice": "none" leaves the tools out of the prompt; "auto", "required" and
 //    a named function put them in (the choice is not enforced by constrained decoding).
 #pragma once
@@ -18,6 +21,7 @@
 #include "engine/sampling_params.h"
 
 namespace strata {
+class ChatFormat;
 class Tokenizer;
 }
 
@@ -27,6 +31,7 @@ namespace strata::server {
 struct ModelInfo {
   std::string id;                 // the name served by /v1/models
   const Tokenizer* tokenizer = nullptr;
+  const ChatFormat* chat_format = nullptr;  // renders chat prompts and parses chat output
   int64_t max_context = 0;        // prompt + generated tokens
   int32_t vocab_size = 0;         // ids accepted in token prompts: [0, vocab_size)
   int max_n = 64;                 // largest "n"
@@ -41,7 +46,7 @@ struct ApiRequest {
   SamplingParams sampling;                    // max_tokens always set (capped by the context)
   int n = 1;                                  // choices per prompt
   bool stream = false, include_usage = false;
-  bool thinking = false;  // chat: the prompt opened a <think> block, output starts with reasoning
+  bool thinking = false;  // chat: the model's output starts inside its reasoning (the prompt opened it)
   int top_logprobs = -1;  // -1: no logprobs; otherwise alternatives per token (0 = sampled only)
 
   size_t choices() const { return prompts.size() * size_t(n); }

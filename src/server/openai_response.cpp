@@ -31,7 +31,8 @@ std::string new_id(const char* prefix) {
 ChoiceBuilder::ChoiceBuilder(const Tokenizer& tok, const ResponseMeta& meta, size_t index)
     : tok_(tok), meta_(meta), index_(index) {
   if (meta_.endpoint == Endpoint::chat) {
-    parser_ = std::make_unique<StreamingParser>(meta_.thinking);
+    if (!meta_.chat_format) throw Error("a chat response needs the model's chat format");
+    parser_ = meta_.chat_format->parser(meta_.thinking);
     logprobs_ = ojson::array();
   } else {
     logprobs_ = {{"tokens", ojson::array()},
@@ -70,14 +71,10 @@ void ChoiceBuilder::parse(std::string_view text, ChoiceDelta& d, bool at_end) {
   }
   try {
     take(parser_->feed(text), d);
-    if (at_end) {
-      // The end-of-sentence token ends the turn but its text is not streamed; a stop string or
-      // max_tokens ends it too, so the parser is closed the same way.
-      if (!parser_->ended()) take(parser_->feed(tok_.id_to_token(tok_.eos_id())), d);
-      take(parser_->finish(), d);
-    }
+    // The end token, a stop string or max_tokens ended the turn.
+    if (at_end) take(parser_->finish(), d);
   } catch (const Error&) {
-    // Output the official parser rejects (a random or truncated completion): what follows is
+    // Output the format's parser rejects (a random or truncated completion): what follows is
     // passed through as content rather than failing the request.
     if (!at_end) d.content += text;
     raw_ = true;
@@ -150,7 +147,8 @@ ojson ChoiceBuilder::choice_json() const {
   if (meta_.endpoint == Endpoint::completions)
     return {{"index", index_}, {"text", content_}, {"logprobs", lp}, {"finish_reason", fr}};
   ojson msg = {{"role", "assistant"}, {"content", content_}};
-  if (meta_.thinking) msg["reasoning_content"] = reasoning_;
+  // With thinking asked for, reasoning_content is always there; a model may also reason unasked.
+  if (meta_.thinking || !reasoning_.empty()) msg["reasoning_content"] = reasoning_;
   if (!tool_calls_.empty()) {
     ojson calls = ojson::array();
     for (size_t i = 0; i < tool_calls_.size(); ++i)

@@ -1,9 +1,9 @@
 // OpenAI response bodies and server-sent-event chunks built from engine events.
 //
 // ChoiceBuilder follows one choice (one engine request): it runs chat output through the
-// DeepSeek-V4 streaming parser (reasoning_content, content, DSML tool calls → OpenAI
-// tool_calls), keeps logprobs in OpenAI's chat or legacy-completions shape, and yields a delta
-// per event for streaming and the whole message for non-streaming answers.
+// model's output parser (ChatFormat::parser: reasoning_content, content and tool calls →
+// OpenAI tool_calls), keeps logprobs in OpenAI's chat or legacy-completions shape, and yields a
+// delta per event for streaming and the whole message for non-streaming answers.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -15,7 +15,7 @@
 
 #include "engine/engine.h"
 #include "server/openai_request.h"
-#include "text/chat_parse.h"
+#include "text/chat_format.h"
 
 namespace strata {
 class Tokenizer;
@@ -30,7 +30,8 @@ struct ResponseMeta {
   std::string model;
   int64_t created = 0;  // unix seconds
   Endpoint endpoint = Endpoint::chat;
-  bool thinking = false;
+  const ChatFormat* chat_format = nullptr;  // chat: parses the output
+  bool thinking = false;                    // chat: the output starts inside the reasoning
   int top_logprobs = -1;  // -1: no logprobs
 };
 
@@ -77,8 +78,8 @@ class ChoiceBuilder {
   const Tokenizer& tok_;
   ResponseMeta meta_;
   size_t index_;
-  std::unique_ptr<StreamingParser> parser_;  // chat only
-  bool raw_ = false;                          // the output is not valid DSV4 syntax: pass text through
+  std::unique_ptr<ChatOutputParser> parser_;  // chat only
+  bool raw_ = false;                           // the parser rejected the output: pass text through
   std::string reasoning_, content_;
   std::vector<ToolCall> tool_calls_;
   std::vector<std::string> tool_call_ids_;

@@ -152,6 +152,7 @@ void Server::handle_completion(Endpoint ep, const httplib::Request& req, httplib
   meta.model = r.model;
   meta.created = int64_t(std::time(nullptr));
   meta.endpoint = ep;
+  meta.chat_format = opt_.model.chat_format;
   meta.thinking = r.thinking;
   meta.top_logprobs = r.top_logprobs;
 

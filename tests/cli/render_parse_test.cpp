@@ -53,5 +53,33 @@ TEST(Parse, CompletionToMessageAndErrors) {
   std::remove(f.c_str());
 }
 
+// --model with a chat template: the template renders and its <think> / <tool_call> output parses.
+TEST(RenderParse, ModelWithAChatTemplate) {
+  const std::string qwen3 = std::string(STRATA_SHARED_DIR) + "/tokenizers/qwen3";
+  const std::string f = "/tmp/strata_render_" + std::to_string(::getpid()) + ".json";
+  std::ofstream(f) << R"([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}])";
+  auto r = run_strata("render --model " + shell_quote(qwen3) + " --messages " + shell_quote(f));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+                   "<think>\n\n</think>\n\n");
+  r = run_strata("render --model " + shell_quote(qwen3) + " --thinking thinking --no-generation-prompt --messages " + shell_quote(f));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n");
+  r = run_strata("render --model " + shell_quote(qwen3) + " --template-kwargs '[1]' --messages " + shell_quote(f));
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("--template-kwargs must be a JSON object"), std::string::npos) << r.err;
+  std::ofstream(f) << "<think>\nWhy not.\n</think>\n\nSure.\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>";
+  r = run_strata("parse --model " + shell_quote(qwen3) + " < " + shell_quote(f));
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["reasoning_content"], "Why not.");
+  EXPECT_EQ(j["content"], "Sure.");
+  EXPECT_EQ(j["tool_calls"][0]["function"]["name"], "f");
+  EXPECT_EQ(j["tool_calls"][0]["function"]["arguments"], "{\"a\": 1}");
+  r = run_strata("render --model /nonexistent-model --messages " + shell_quote(f));
+  EXPECT_NE(r.code, 0);
+  std::remove(f.c_str());
+}
+
 }  // namespace
 }  // namespace strata

@@ -22,6 +22,7 @@ ResponseMeta chat_meta(bool thinking = false, int top_logprobs = -1) {
   m.model = "tiny";
   m.created = 123;
   m.endpoint = Endpoint::chat;
+  m.chat_format = test::chat_format();
   m.thinking = thinking;
   m.top_logprobs = top_logprobs;
   return m;

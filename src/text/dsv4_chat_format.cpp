@@ -1,0 +1,69 @@
+// DeepSeek-V4's chat format: its own encoder and DSML output parser behind ChatFormat.
+#include "core/error.h"
+#include "text/chat_format.h"
+#include "text/dsv4_tokens.h"
+
+namespace strata {
+namespace {
+
+// The request's effort as DeepSeek's encoder takes it: "minimal", "low" and "medium" keep the
+// model's default reasoning; "high" and "max" select the effort prompts.
+std::string encoder_effort(const std::string& e) {
+  if (e.empty() || e == "minimal" || e == "low" || e == "medium") return "";
+  if (e == "high" || e == "max") return e;
+  throw Error("reasoning_effort must be one of minimal, low, medium, high, max (got \"" + e + "\")");
+}
+
+class Dsv4OutputParser final : public ChatOutputParser {
+ public:
+  explicit Dsv4OutputParser(bool thinking) : p_(thinking) {}
+  std::vector<StreamEvent> feed(std::string_view delta) override { return p_.feed(delta); }
+  std::vector<StreamEvent> finish() override {
+    // The end-of-sentence token ends the turn but is not in the streamed text (special tokens
+    // are skipped); a stop string or the length limit ends it too. Either way the turn is
+    // closed the same way.
+    std::vector<StreamEvent> events;
+    if (!p_.ended()) events = p_.feed(dsv4::kEos);
+    for (StreamEvent& e : p_.finish()) events.push_back(std::move(e));
+    return events;
+  }
+  const ParsedCompletion& result() const override { return p_.result(); }
+
+ private:
+  StreamingParser p_;
+};
+
+class Dsv4ChatFormat final : public ChatFormat {
+ public:
+  explicit Dsv4ChatFormat(EffortPrompts prompts) : prompts_(prompts) {}
+  std::string name() const override { return "deepseek_v4"; }
+
+  std::string render(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                     const ChatRenderOptions& o) const override {
+    ChatOptions c;
+    c.thinking_mode = o.thinking ? "thinking" : "chat";
+    c.reasoning_effort = encoder_effort(o.reasoning_effort);
+    c.effort_prompts = prompts_;
+    c.add_generation_prompt = o.add_generation_prompt;
+    return encode_chat(messages, tools, c);
+  }
+
+  // In thinking mode the prompt opens <think> (or the model is told to reason): the output
+  // starts with the reasoning.
+  bool output_starts_in_reasoning(const std::string&, const ChatRenderOptions& o) const override { return o.thinking; }
+
+  std::unique_ptr<ChatOutputParser> parser(bool starts_in_reasoning) const override {
+    return std::make_unique<Dsv4OutputParser>(starts_in_reasoning);
+  }
+
+ private:
+  EffortPrompts prompts_;
+};
+
+}  // namespace
+
+std::unique_ptr<ChatFormat> deepseek_v4_chat_format(EffortPrompts effort_prompts) {
+  return std::make_unique<Dsv4ChatFormat>(effort_prompts);
+}
+
+}  // namespace strata
