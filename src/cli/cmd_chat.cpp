@@ -1,5 +1,5 @@
-// `strata chat --model DIR [--thinking chat|high|max]`: an interactive conversation with the
-// model's own chat encoding. Reasoning is shown dimmed on a terminal, the answer plainly.
+// `strata chat --model DIR [--thinking chat|high|max]`: an interactive conversation in the
+// model's own chat format (DeepSeek-V4's encoding, or the checkpoint's chat template). Reasoning is shown dimmed on a terminal, the answer plainly.
 // /reset starts over, /exit (or end of input) quits. Each turn is one request through the
 // serving engine, whose prefix cache keeps the conversation: a turn recomputes only the tokens
 // past the last block boundary of what it shares with the previous turns.
@@ -17,8 +17,7 @@
 #include "engine/engine.h"
 #include "models/registry.h"
 #include "text/tokenizer.h"
-#include "text/chat_encoding.h"
-#include "text/chat_parse.h"
+#include "text/chat_format.h"
 
 namespace strata::cli {
 namespace {
@@ -33,10 +32,10 @@ void run_chat(const ChatOpts& o) {
   preload_checkpoint(model->checkpoint(), o.model);  // a progress bar while a large checkpoint is read in
   auto tok_ptr = std::make_shared<const Tokenizer>(Tokenizer::load(o.model));
   const Tokenizer& tok = *tok_ptr;
-  ChatOptions copt = chat_options_for(o.thinking);
+  const std::unique_ptr<ChatFormat> format = load_chat_format(o.model, model->facts().model_type);
+  const ChatRenderOptions copt = chat_options_for(o.thinking);
   SamplingParams sp = o.gen.sampling();
   const bool tty = ::isatty(1);
-  const bool thinking = copt.thinking_mode == "thinking";
 
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
   if (!o.system.empty()) messages.push_back({{"role", "system"}, {"content", o.system}});
@@ -58,8 +57,9 @@ void run_chat(const ChatOpts& o) {
     }
     if (line.empty()) continue;
     messages.push_back({{"role", "user"}, {"content", line}});
-    std::vector<int32_t> prompt = tok.encode(encode_chat(messages, copt));
-    StreamingParser parser(thinking);
+    const std::string text = format->render(messages, nullptr, copt);
+    std::vector<int32_t> prompt = tok.encode(text, /*add_special=*/false);
+    const auto parser = format->parser(format->output_starts_in_reasoning(text, copt));
     bool in_reasoning = false;
     auto show = [&](const std::vector<StreamEvent>& evs) {
       for (const auto& e : evs) {
@@ -93,14 +93,14 @@ void run_chat(const ChatOpts& o) {
     req.sampling = p;
     req.id = ++turn;
     auto stats = run_single_request(eng, std::move(req), [&](const engine::Event& ev) {
-      show(parser.feed(ev.text));
+      show(parser->feed(ev.text));
       return true;
     });
     if (!stats.error.empty()) std::fprintf(stderr, "(error: %s)\n", stats.error.c_str());
     try {
       // The EOS token closes the assistant turn in the encoding; its text is not streamed.
-      if (!stats.tokens.empty() && stats.tokens.back() == tok.eos_id()) show(parser.feed(tok.id_to_token(tok.eos_id())));
-      show(parser.finish());
+      if (!stats.tokens.empty() && stats.tokens.back() == tok.eos_id()) show(parser->feed(tok.id_to_token(tok.eos_id())));
+      show(parser->finish());
     } catch (const Error& e) {
       // A completion cut by max_tokens is unfinished by design; anything else is worth a note.
       if (stats.finish == FinishReason::stop) std::fprintf(stderr, "\n(unparsable completion: %s)", e.what());
@@ -112,16 +112,16 @@ void run_chat(const ChatOpts& o) {
                  stats.decode_seconds > 0 ? double(generated - 1) / stats.decode_seconds : 0.0,
                  (long long)stats.cached_prompt_tokens,
                  finish_reason_name(stats.finish) ? finish_reason_name(stats.finish) : "cancelled");
-    const auto& pr = parser.result();
+    const auto& pr = parser->result();
     nlohmann::ordered_json reply = {{"role", "assistant"}, {"content", pr.content}};
-    if (thinking) reply["reasoning_content"] = pr.reasoning_content;
+    if (!pr.reasoning_content.empty()) reply["reasoning_content"] = pr.reasoning_content;
     messages.push_back(reply);
   }
 }
 
 AutoRegister reg([](CLI::App& app) {
   auto o = std::make_shared<ChatOpts>();
-  auto* c = app.add_subcommand("chat", "interactive chat with the model's chat encoding");
+  auto* c = app.add_subcommand("chat", "interactive chat in the model's chat format");
   c->add_option("--model", o->model, "model directory")->required();
   c->add_option("--thinking", o->thinking, "chat (no reasoning), high or max (reasoning effort)")
       ->check(CLI::IsMember({"chat", "high", "max"}));

@@ -18,7 +18,7 @@
 #include "io/json_file.h"
 #include "models/registry.h"
 #include "text/tokenizer.h"
-#include "text/chat_encoding.h"
+#include "text/chat_format.h"
 
 namespace strata::cli {
 namespace {
@@ -50,11 +50,11 @@ void run_generate(const Opts& o) {
     std::string text = o.prompt;
     if (o.chat) {
       nlohmann::ordered_json messages = nlohmann::ordered_json::array({{{"role", "user"}, {"content", o.prompt}}});
-      text = encode_chat(messages, chat_options_for(o.thinking));
+      text = load_chat_format(o.model, model->facts().model_type)->render(messages, nullptr, chat_options_for(o.thinking));
     }
     prompt = tok.encode(text, /*add_special=*/!o.chat);
     if (!o.chat && tok.bos_id() >= 0 && (prompt.empty() || prompt.front() != tok.bos_id()))
-      prompt.insert(prompt.begin(), tok.bos_id());  // V4 prompts start with BOS, as the chat encoding does
+      prompt.insert(prompt.begin(), tok.bos_id());  // a plain prompt starts with BOS where the tokenizer has one
   } else {
     for (int64_t id : parse_token_ids(o.ids)) prompt.push_back(int32_t(id));
   }
@@ -112,7 +112,7 @@ AutoRegister reg([](CLI::App& app) {
   c->add_option("--model", o->model, "model directory (config.json + safetensors + tokenizer.json)")->required();
   auto* p = c->add_option("--prompt", o->prompt, "prompt text");
   c->add_option("--ids", o->ids, "comma-separated prompt token ids (instead of --prompt)")->excludes(p);
-  c->add_flag("--chat", o->chat, "wrap the prompt in the model's chat encoding as one user turn");
+  c->add_flag("--chat", o->chat, "wrap the prompt in the model's chat format as one user turn");
   c->add_option("--thinking", o->thinking, "with --chat: chat (no reasoning), high or max")
       ->check(CLI::IsMember({"chat", "high", "max"}));
   c->add_flag("--print-ids", o->print_ids, "print generated token ids, one per line, instead of text");

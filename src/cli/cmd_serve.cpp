@@ -67,7 +67,7 @@ void run_serve(const ServeOpts& o) {
   // A model without a chat format still serves /v1/completions; chat requests are then 400s.
   std::unique_ptr<ChatFormat> chat_format;
   try {
-    chat_format = load_chat_format(o.model, model_type_of(o.model));
+    chat_format = load_chat_format(o.model, model->facts().model_type);
   } catch (const Error& e) {
     std::fprintf(stderr, "strata serve: no chat format, /v1/chat/completions is off: %s\n", e.what());
   }

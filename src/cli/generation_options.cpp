@@ -45,12 +45,12 @@ int GenerationOptions::draft_tokens(int64_t config_nextn) const {
   return speculative ? int(std::max<int64_t>(1, config_nextn)) : 0;
 }
 
-ChatOptions chat_options_for(const std::string& thinking) {
-  ChatOptions c;
+ChatRenderOptions chat_options_for(const std::string& thinking) {
+  ChatRenderOptions c;
   if (thinking == "chat") {
-    c.thinking_mode = "chat";
+    c.thinking = false;
   } else if (thinking == "high" || thinking == "max") {
-    c.thinking_mode = "thinking";
+    c.thinking = true;
     c.reasoning_effort = thinking;
   } else {
     throw Error("--thinking must be chat, high or max");

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "engine/sampling_params.h"
-#include "text/chat_encoding.h"
+#include "text/chat_format.h"
 
 namespace CLI { class App; }
 
@@ -29,6 +29,6 @@ struct GenerationOptions {
 
 void add_generation_options(CLI::App& cmd, GenerationOptions& o, double default_temperature);
 // "chat" → no reasoning; "high" / "max" → thinking mode with that reasoning effort.
-ChatOptions chat_options_for(const std::string& thinking);
+ChatRenderOptions chat_options_for(const std::string& thinking);
 
 }  // namespace strata::cli
