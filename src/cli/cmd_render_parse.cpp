@@ -12,9 +12,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
-#include "text/chat_encoding.h"
 #include "text/chat_format.h"
-#include "text/chat_parse.h"
 
 namespace strata::cli {
 namespace {
@@ -36,13 +34,9 @@ nlohmann::ordered_json read_ordered(const std::string& path) {
   }
 }
 
-// The model's chat format, or null for DeepSeek-V4's own encoder and parser (no --model, or a
-// DeepSeek-V4 checkpoint), which these commands drive with their full set of options.
-std::unique_ptr<ChatFormat> template_format(const std::string& model) {
-  if (model.empty()) return nullptr;
-  const std::string type = model_type_of(model);
-  if (type == "deepseek_v4") return nullptr;
-  return load_chat_format(model, type);
+// The model's chat format (its own encoder, or its chat template); without --model the default.
+std::unique_ptr<ChatFormat> format_for(const std::string& model) {
+  return model.empty() ? default_chat_format() : load_chat_format(model, model_type_of(model));
 }
 
 void run_render(const RenderOpts& o) {
@@ -54,30 +48,22 @@ void run_render(const RenderOpts& o) {
     messages = j["messages"];
     if (j.contains("tools")) tools = j["tools"];
   }
-  if (std::unique_ptr<ChatFormat> format = template_format(o.model)) {
-    if (o.keep_thinking) throw Error("--keep-thinking applies to DeepSeek-V4's encoder only");
-    ChatRenderOptions r;
-    r.thinking = o.thinking == "thinking";
-    r.reasoning_effort = o.effort;
-    r.add_generation_prompt = !o.no_generation_prompt;
-    if (!o.template_kwargs.empty()) {
-      try {
-        r.template_kwargs = nlohmann::ordered_json::parse(o.template_kwargs);
-      } catch (const nlohmann::json::exception& e) {
-        throw Error(std::string("--template-kwargs: not valid JSON: ") + e.what());
-      }
-      if (!r.template_kwargs.is_object()) throw Error("--template-kwargs must be a JSON object");
+  const std::unique_ptr<ChatFormat> format = format_for(o.model);
+  ChatRenderOptions r;
+  r.thinking = o.thinking == "thinking";
+  r.reasoning_effort = o.effort;
+  r.add_generation_prompt = !o.no_generation_prompt;
+  r.keep_reasoning = o.keep_thinking;
+  if (!o.template_kwargs.empty()) {
+    if (format->name() != "jinja") throw Error("--template-kwargs applies to chat templates only");
+    try {
+      r.template_kwargs = nlohmann::ordered_json::parse(o.template_kwargs);
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(std::string("--template-kwargs: not valid JSON: ") + e.what());
     }
-    std::fputs(format->render(messages, tools, r).c_str(), stdout);
-    return;
+    if (!r.template_kwargs.is_object()) throw Error("--template-kwargs must be a JSON object");
   }
-  if (!o.template_kwargs.empty()) throw Error("--template-kwargs applies to chat templates only");
-  ChatOptions c;
-  c.thinking_mode = o.thinking;
-  c.reasoning_effort = o.effort;
-  c.drop_thinking = !o.keep_thinking;
-  c.add_generation_prompt = !o.no_generation_prompt;
-  std::fputs(encode_chat(messages, tools, c).c_str(), stdout);
+  std::fputs(format->render(messages, tools, r).c_str(), stdout);
 }
 
 struct ParseOpts {
@@ -87,15 +73,7 @@ struct ParseOpts {
 void run_parse(const ParseOpts& o) {
   const std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
   const bool thinking = o.thinking == "thinking";
-  ParsedCompletion result;
-  if (std::unique_ptr<ChatFormat> format = template_format(o.model)) {
-    std::unique_ptr<ChatOutputParser> p = format->parser(thinking);
-    p->feed(text);
-    p->finish();
-    result = p->result();
-  } else {
-    result = parse_completion(text, thinking);
-  }
+  const ParsedCompletion result = format_for(o.model)->parse(text, thinking);
   std::printf("%s\n", result.to_json().dump(2).c_str());
 }
 
@@ -110,7 +88,8 @@ AutoRegister reg_render([](CLI::App& app) {
   c->add_option("--reasoning-effort", o->effort, "reasoning effort (DeepSeek-V4: high or max, thinking mode)")
       ->check(CLI::IsMember({"minimal", "low", "medium", "high", "max"}));
   c->add_option("--template-kwargs", o->template_kwargs, "JSON object of extra template variables (chat templates)");
-  c->add_flag("--keep-thinking", o->keep_thinking, "keep earlier turns' reasoning even without tools (DeepSeek-V4)");
+  c->add_flag("--keep-thinking", o->keep_thinking,
+             "keep earlier turns' reasoning where the format drops it (DeepSeek-V4's encoder without tools)");
   c->add_flag("--no-generation-prompt", o->no_generation_prompt, "do not open the assistant turn at the end");
   c->callback([o] { run_render(*o); });
 });

@@ -20,6 +20,9 @@ struct ChatRenderOptions {
   bool thinking = false;           // the request asked for reasoning
   std::string reasoning_effort;    // "", "minimal", "low", "medium", "high", "max"
   bool add_generation_prompt = true;
+  // Keep earlier turns' reasoning where the format drops it by default (DeepSeek-V4 without
+  // tools); a chat template decides that itself, so a Jinja format refuses it.
+  bool keep_reasoning = false;
   // chat_template_kwargs: extra template variables (Jinja formats); they override the ones
   // the format sets, enable_thinking included.
   nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();
@@ -49,7 +52,19 @@ class ChatFormat {
   // <think>.
   virtual bool output_starts_in_reasoning(const std::string& prompt, const ChatRenderOptions& o) const = 0;
   virtual std::unique_ptr<ChatOutputParser> parser(bool starts_in_reasoning) const = 0;
+  // A whole completion, as the format's official parser reads one (`strata parse`): by default
+  // the streaming parser fed once; DeepSeek-V4's refuses a completion without its end marker.
+  virtual ParsedCompletion parse(std::string_view completion, bool starts_in_reasoning) const {
+    auto p = parser(starts_in_reasoning);
+    p->feed(completion);
+    p->finish();
+    return p->result();
+  }
 };
+
+// The format used when no model is named (`strata render` / `parse` without --model):
+// DeepSeek-V4's encoder, the project's first architecture.
+std::unique_ptr<ChatFormat> default_chat_format();
 
 // DeepSeek-V4's encoder. ChatRenderOptions map onto ChatOptions: thinking to the thinking mode,
 // reasoning_effort "high"/"max" to the effort prompts of `effort_prompts` ("minimal", "low",

@@ -45,6 +45,7 @@ class Dsv4ChatFormat final : public ChatFormat {
     c.reasoning_effort = encoder_effort(o.reasoning_effort);
     c.effort_prompts = prompts_;
     c.add_generation_prompt = o.add_generation_prompt;
+    c.drop_thinking = !o.keep_reasoning;
     return encode_chat(messages, tools, c);
   }
 
@@ -54,6 +55,9 @@ class Dsv4ChatFormat final : public ChatFormat {
 
   std::unique_ptr<ChatOutputParser> parser(bool starts_in_reasoning) const override {
     return std::make_unique<Dsv4OutputParser>(starts_in_reasoning);
+  }
+  ParsedCompletion parse(std::string_view completion, bool starts_in_reasoning) const override {
+    return parse_completion(completion, starts_in_reasoning);
   }
 
  private:
@@ -65,5 +69,7 @@ class Dsv4ChatFormat final : public ChatFormat {
 std::unique_ptr<ChatFormat> deepseek_v4_chat_format(EffortPrompts effort_prompts) {
   return std::make_unique<Dsv4ChatFormat>(effort_prompts);
 }
+
+std::unique_ptr<ChatFormat> default_chat_format() { return deepseek_v4_chat_format(); }
 
 }  // namespace strata

@@ -45,6 +45,7 @@ nlohmann::ordered_json JinjaChatFormat::variables(const nlohmann::ordered_json& 
 
 std::string JinjaChatFormat::render(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
                                     const ChatRenderOptions& o) const {
+  if (o.keep_reasoning) throw Error("keep_reasoning: a chat template decides itself which reasoning it keeps");
   return template_.render(variables(messages, tools, o));
 }
 
