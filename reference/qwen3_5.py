@@ -19,8 +19,11 @@ Decisions (README §Qwen3.5):
 * Batch size 1. Any number of tokens per call, from any position (prefill, chunked prefill,
   decode are the same code).
 
-Usage: `m = Model(dir)`, `st = m.new_state()`, `logits = m.forward(ids, st)` (repeatable: each
-call continues at st["pos"]); `m.mtp_forward(h, next_ids, st)` for the MTP head.
+Usage: `m = Model(dir)`, `st = m.new_state()`, `logits = m.prefill(ids, st)`, then
+`m.decode(token, st)` per token (both are `forward`, which continues at st["pos"] with any number
+of tokens); `m.mtp_forward(st["hidden"], next_ids, st)` for the MTP head. The state (a dict):
+per GDN layer the conv tail [K-1, conv_dim] (pre-conv rows) and S [Hv, Dk, Dv] fp32, per attention
+layer K and V [n, Hkv, D] (bf16 values), the MTP layers' K/V, the positions reached.
 """
 import json
 import os
@@ -501,6 +504,14 @@ class Model:
         h = self.hidden(ids, state)
         state["hidden"] = h
         return self.logits(h[-1:])[0]
+
+    def prefill(self, ids, state):
+        """Any number of tokens from state['pos'] (a prefill, or a chunk of one): logits of the last."""
+        return self.forward(ids, state)
+
+    def decode(self, token, state):
+        """One token at state['pos']: its logits."""
+        return self.forward([token], state)
 
     def mtp_forward(self, h, next_ids, state, j=0):
         """MTP layer j (V:Qwen3_5MultiTokenPredictor.forward) on rows at positions state['mtp_pos'].. :
