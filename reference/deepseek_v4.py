@@ -19,52 +19,17 @@ import torch.nn.functional as F
 
 from .formats import (act_quant_sim, bf16, bf16_from_bits, dequant_fp4_weight, dequant_fp8_weight,
                       e4m3_decode, e8m0_decode, fp4_act_quant_sim, hadamard)
+from .numerics import einsum, exp, mean_exact, mean_sq, mm, rsqrt, sigmoid, silu, softmax  # noqa: F401 (D.mm etc.)
 from .safetensors_io import Checkpoint
 
 NEG_INF = float("-inf")
 ATTN_CHUNK = None  # None: one softmax pass with the global max; 64: emulate K:sparse_attn's blocks
 
 
-def mm(a, b):
-    """Matrix product of fp32 operands with an exact-as-possible fp32 result: products and sums in
-    fp64, rounded once to fp32. This stands for the kernels' fp32 accumulation (whose order is
-    implementation-defined) and makes every row independent of batch size."""
-    return (a.double() @ b.double()).float()
-
-
-def einsum(eq, *ops):
-    return torch.einsum(eq, *[o.double() for o in ops]).float()
-
-
-# fp32 transcendental functions, evaluated in fp64 and rounded once to fp32 (correctly rounded,
-# independent of SIMD/tail code paths, reproducible from C++ with double-precision libm).
-def exp(x):
-    return torch.exp(x.double()).float()
-
-
-def rsqrt(x):
-    return torch.rsqrt(x.double()).float()
-
-
-def sigmoid(x):
-    return torch.sigmoid(x.double()).float()
-
-
-def silu(x):
-    return F.silu(x.double()).float()
-
-
 def sqrt_softplus(x):
     """sqrt(F.softplus(x)) with torch's default threshold: softplus(x) = x for x > 20."""
     xd = x.double()
     return torch.where(xd > 20, xd, torch.log1p(torch.exp(xd))).sqrt().float()
-
-
-def softmax(x, dim):
-    """fp32 softmax: exp(x - max) / sum (fp64 inside, one rounding)."""
-    xd = x.double()
-    e = torch.exp(xd - xd.amax(dim, keepdim=True))
-    return (e / e.sum(dim, keepdim=True)).float()
 
 
 # ============================================================== config
@@ -199,19 +164,6 @@ def lin(x, wk):
     if kind in ("fp8", "fp4"):
         return qlinear(x, w)
     return bf16(mm(x, w.t()))
-
-
-def mean_sq(x):
-    """mean(x^2) over the last dim: squares and sum in fp64 (exact products), the sum rounded once
-    to fp32, then divided by n in fp32 -- the same rule as `mm`. torch's fp32 `.square().mean()`
-    sums in an order set by its CPU kernels (vector width, tail handling) and differs by 1-2 fp32
-    ulps on some rows, which the FP8 activation roundings amplify into whole-logit differences."""
-    return mean_exact(x.double().square())
-
-
-def mean_exact(v):
-    """mean over the last dim of fp32 (or exact fp64) values: fp64 sum rounded once to fp32, / n in fp32."""
-    return v.double().sum(-1, keepdim=True).float() / float(v.shape[-1])
 
 
 def rms_norm(x, w, eps):

@@ -1,0 +1,119 @@
+"""End-to-end Qwen3.5 logits goldens: tests/goldens/qwen3_5/logits/<case>/.
+
+    /usr/bin/python3 -m reference.make_qwen3_5_logits_goldens --strata build/release/strata [--case NAME ...]
+    /usr/bin/python3 -m reference.make_qwen3_5_logits_goldens --model DIR --case NAME [...]
+    /usr/bin/python3 -m reference.make_qwen3_5_logits_goldens --tiny [--case NAME ...]
+
+Checkpoint per case: `strata make-model --preset P --seed S` (--strata), a given directory (--model,
+every selected case runs on it), or reference.qwen3_5_tiny_checkpoint with seed S (--tiny; the MoE
+variant for the MoE presets). Then reference.logits' contract (prefill ids[0..K), one teacher-forced
+decode step per remaining id) and the same compact record as the DeepSeek-V4 goldens
+(reference/make_logits_goldens.py): meta.json with the per-row 64-bit hash of the exact float32
+logits bytes (`row_hash`), subset.npy (logits at vocab indices i * (vocab // 128), i < 128),
+top_ids.npy / top_vals.npy (top-10, ties -> lower id). meta.json's `source` says which checkpoint
+made the case; rerun with --strata once the presets exist.
+
+Every case is 150 tokens: it crosses the 64-token chunk and a 128-token block boundary, with the
+prefill K = 1 (every token decoded), K in the middle, and K = n (one row: the prefill path alone).
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+
+import numpy as np
+import torch
+
+from . import qwen3_5 as Q
+from .make_logits_goldens import TOPK, _ids, row_hash
+from .qwen3_5_tiny_checkpoint import make_tiny
+
+ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "goldens", "qwen3_5", "logits")
+SUBSET = 128
+MOE_PRESETS = ("qwen3.5-moe-tiny",)
+
+# name: (preset, model seed, ids seed, n ids, prefill)
+CASES = {
+    "tiny_s1_n150_k1": ("qwen3.5-tiny", 1, 111, 150, 1),
+    "tiny_s2_n150_k75": ("qwen3.5-tiny", 2, 222, 150, 75),
+    "tiny_s3_n150_k150": ("qwen3.5-tiny", 3, 333, 150, 150),
+    "moe_tiny_s4_n150_k1": ("qwen3.5-moe-tiny", 4, 444, 150, 1),
+    "moe_tiny_s5_n150_k75": ("qwen3.5-moe-tiny", 5, 555, 150, 75),
+    "moe_tiny_s6_n150_k150": ("qwen3.5-moe-tiny", 6, 666, 150, 150),
+}
+
+
+def checkpoint(name, a, tmp):
+    """(directory, source description) of the case's checkpoint."""
+    preset, seed = CASES[name][:2]
+    if a.model:
+        return a.model, f"given checkpoint {os.path.basename(os.path.normpath(a.model))}"
+    mdir = os.path.join(tmp, name)
+    if a.strata:
+        subprocess.run([a.strata, "make-model", "--preset", preset, "--seed", str(seed), "--out", mdir],
+                       check=True, stdout=subprocess.DEVNULL)
+        return mdir, f"strata make-model --preset {preset} --seed {seed}"
+    make_tiny(mdir, seed, moe=preset in MOE_PRESETS)
+    return mdir, f"reference.qwen3_5_tiny_checkpoint seed {seed}{' --moe' if preset in MOE_PRESETS else ''}"
+
+
+def make_case(name, a, tmp):
+    preset, seed, ids_seed, n, k = CASES[name]
+    mdir, source = checkpoint(name, a, tmp)
+    torch.set_grad_enabled(False)
+    model = Q.Model(mdir, load_mtp=False)
+    vocab = model.cfg.vocab_size
+    ids = _ids(ids_seed, n, vocab)
+    logits = Q.run_teacher_forcing(model, ids, k).numpy().astype(np.float32)
+    rows = logits.shape[0]
+    assert rows == 1 + n - k
+    stride = max(vocab // SUBSET, 1)
+    sub_idx = np.arange(min(SUBSET, vocab), dtype=np.int64) * stride
+    order = np.argsort(-logits, axis=1, kind="stable")[:, :TOPK]
+    out = os.path.join(ROOT, name)
+    os.makedirs(out, exist_ok=True)
+    np.save(os.path.join(out, "subset.npy"), np.ascontiguousarray(logits[:, sub_idx]))
+    np.save(os.path.join(out, "top_ids.npy"), order.astype(np.int64))
+    np.save(os.path.join(out, "top_vals.npy"), np.take_along_axis(logits, order, 1).astype(np.float32))
+    meta = {
+        "what": "reference.logits (prefill ids[0..prefill), then one teacher-forced decode step per id) on the "
+                "checkpoint named by `source`; row r = logits after position prefill-1+r (bf16 values)",
+        "preset": preset, "seed": seed, "source": source, "model_type": model.cfg.model_type,
+        "ids": ids, "prefill": k, "rows": rows, "vocab": vocab,
+        "subset_stride": stride, "subset_count": len(sub_idx), "topk": TOPK,
+        "hash": "row_hash: sum_i w_i*P^(i+1) mod 2^64 over the fp32 bit patterns, P=0x100000001b3; ^= n; splitmix64",
+        "row_hashes": [f"{row_hash(logits[r]):016x}" for r in range(rows)],
+        "max_abs_logit": float(np.abs(logits).max()),
+    }
+    with open(os.path.join(out, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=1)
+        f.write("\n")
+    print(f"{name}: {rows} rows, max|logit| {meta['max_abs_logit']:.3f} ({source})", flush=True)
+    return logits
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--strata", help="path of the strata binary (make-model --preset P --seed S)")
+    src.add_argument("--model", help="a checkpoint directory: every selected case runs on it")
+    src.add_argument("--tiny", action="store_true", help="reference.qwen3_5_tiny_checkpoint with the case's seed")
+    ap.add_argument("--case", action="append", choices=sorted(CASES), help="default: all")
+    ap.add_argument("--keep", help="also save the full logits as <keep>/<case>.npy")
+    a = ap.parse_args(argv)
+    if a.strata:
+        a.strata = os.path.abspath(a.strata)
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in a.case or list(CASES):
+            logits = make_case(name, a, tmp)
+            if a.keep:
+                os.makedirs(a.keep, exist_ok=True)
+                np.save(os.path.join(a.keep, name + ".npy"), logits)
+            if not a.model:
+                shutil.rmtree(os.path.join(tmp, name), ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
