@@ -12,10 +12,11 @@ void causal_conv1d_step(const uint16_t* tail_in, uint16_t* tail_out, const float
   const int64_t k1 = kernel - 1;
   for (int64_t c = 0; c < channels; ++c) {
     const float* wc = w + c * kernel;
-    float acc = 0.0f;
-    for (int64_t j = 0; j < k1; ++j) acc += wc[j] * bf16_to_f32(tail_in[j * channels + c]);
-    acc += wc[k1] * x[c];
-    y[c] = acc / (1.0f + std::exp(-acc));
+    double acc = 0.0;  // bf16 × bf16 products are exact in fp64, and so is this short sum
+    for (int64_t j = 0; j < k1; ++j) acc += double(wc[j]) * double(bf16_to_f32(tail_in[j * channels + c]));
+    acc += double(wc[k1]) * double(x[c]);
+    const double v = double(round_bf16(float(acc)));
+    y[c] = round_bf16(float(v / (1.0 + std::exp(-v))));
   }
   if (k1 == 0) return;
   // The window moves by one row: rows only move towards the front, so in and out may alias.

@@ -3,39 +3,54 @@
 #include <cmath>
 #include <vector>
 
+#include "core/numfmt.h"
+#include "kernels/dot.h"
+
 namespace strata::models {
 
 void gated_delta_step(const float* s_in, float* s_out, const float* q, const float* k, const float* v, float g,
                       float beta, int64_t dk, int64_t dv, float* o) {
-  const float decay = std::exp(g);
-  std::vector<float> u(static_cast<size_t>(dv), 0.0f);
-  // kv_mem = (decay·S)ᵀ k, row by row in i order.
+  const float d = float(std::exp(double(g)));
+  std::vector<double> acc(static_cast<size_t>(dv), 0.0);
   for (int64_t i = 0; i < dk; ++i) {
     const float* si = s_in + i * dv;
     float* so = s_out + i * dv;
-    const float ki = k[i];
+    const double ki = k[i];
     for (int64_t j = 0; j < dv; ++j) {
-      so[j] = si[j] * decay;
-      u[size_t(j)] += so[j] * ki;
+      so[j] = si[j] * d;
+      acc[size_t(j)] += double(so[j]) * ki;
     }
   }
-  for (int64_t j = 0; j < dv; ++j) u[size_t(j)] = beta * (v[j] - u[size_t(j)]);
-  for (int64_t j = 0; j < dv; ++j) o[j] = 0.0f;
+  std::vector<float> u(static_cast<size_t>(dv));
+  for (int64_t j = 0; j < dv; ++j) u[size_t(j)] = (v[j] - float(acc[size_t(j)])) * beta;
+  for (int64_t j = 0; j < dv; ++j) acc[size_t(j)] = 0.0;
   for (int64_t i = 0; i < dk; ++i) {
     float* so = s_out + i * dv;
-    const float ki = k[i], qi = q[i];
+    const float ki = k[i];
+    const double qi = q[i];
     for (int64_t j = 0; j < dv; ++j) {
-      so[j] += ki * u[size_t(j)];
-      o[j] += so[j] * qi;
+      const float p = ki * u[size_t(j)];
+      so[j] = so[j] + p;
+      acc[size_t(j)] += double(so[j]) * qi;
     }
   }
+  for (int64_t j = 0; j < dv; ++j) o[j] = float(acc[size_t(j)]);
 }
 
-void l2_normalize(float* x, int64_t n, float eps, float scale) {
-  float ss = 0.0f;
-  for (int64_t i = 0; i < n; ++i) ss += x[i] * x[i];
-  const float r = scale / std::sqrt(ss + eps);
-  for (int64_t i = 0; i < n; ++i) x[i] *= r;
+void prepare_delta_qk(float* q, float* k, int64_t dk) {
+  const float scale = float(std::pow(double(dk), -0.5));
+  for (float* x : {k, q}) {
+    const float r = float(1.0 / std::sqrt(double(kernels::sum_squares(x, dk) + 1e-6f)));
+    for (int64_t i = 0; i < dk; ++i) x[i] = x[i] * r;
+  }
+  for (int64_t i = 0; i < dk; ++i) q[i] = q[i] * scale;
+}
+
+void delta_gates(float a, float b, float a_log, float dt_bias, float* g, float* beta) {
+  *beta = round_bf16(float(1.0 / (1.0 + std::exp(-double(b)))));
+  const double x = double(a + dt_bias);
+  const float sp = float(x > 20.0 ? x : std::log1p(std::exp(x)));
+  *g = -float(std::exp(double(a_log))) * sp;
 }
 
 }  // namespace strata::models

@@ -10,6 +10,7 @@
 #include "kernels/rmsnorm.h"
 #include "models/layers/causal_conv1d.h"
 #include "models/layers/gated_delta_rule.h"
+#include "models/layers/gated_rms_norm.h"
 #include "models/synthetic_hybrid/tensors.h"
 
 namespace strata::hybrid {
@@ -24,9 +25,7 @@ SequenceState& state_of(models::Sequence& s) {
   return *st;
 }
 
-float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 float silu(float x) { return x / (1.0f + std::exp(-x)); }
-float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
 
 // Binds tensors, copying any whose file offset is not aligned for its element type.
 struct Binder {
@@ -146,21 +145,15 @@ void Model::delta_net(const DecoderWeights& w, const std::vector<Segment>& segs,
       float* q = conv.data();
       float* k = conv.data() + hk * dk;
       const float* v = conv.data() + 2 * hk * dk;
-      for (int64_t h = 0; h < hk; ++h) {
-        models::l2_normalize(q + h * dk, dk, 1e-6f, 1.0f / std::sqrt(float(dk)));
-        models::l2_normalize(k + h * dk, dk, 1e-6f, 1.0f);
-      }
+      for (int64_t h = 0; h < hk; ++h) models::prepare_delta_qk(q + h * dk, k + h * dk, dk);
       for (int64_t h = 0; h < hv; ++h) {
         const int64_t kh = h / (hv / hk);
-        const float beta = sigmoid(bb[size_t(row * hv + h)]);
-        const float g = -std::exp(w.a_log[h]) * softplus(aa[size_t(row * hv + h)] + w.dt_bias[h]);
+        float g, beta;
+        models::delta_gates(aa[size_t(row * hv + h)], bb[size_t(row * hv + h)], w.a_log[h], w.dt_bias[h], &g, &beta);
         models::gated_delta_step(sp.in + h * dk * dv, sp.out + h * dk * dv, q + kh * dk, k + kh * dk, v + h * dv, g,
                                  beta, dk, dv, o.data());
-        // Gated RMSNorm: plain w, then × SiLU(z).
-        const float r = kernels::rms_scale(o.data(), dv, float(c.rms_norm_eps));
-        float* yr = y.data() + (row * hv + h) * dv;
-        const float* zr = z.data() + (row * hv + h) * dv;
-        for (int64_t j = 0; j < dv; ++j) yr[j] = round_bf16(bf16_to_f32(w.gated_norm[j]) * (o[size_t(j)] * r) * silu(zr[j]));
+        models::gated_rms_norm(o.data(), z.data() + (row * hv + h) * dv, w.gated_norm, dv, float(c.rms_norm_eps),
+                               y.data() + (row * hv + h) * dv);
       }
     }
   }

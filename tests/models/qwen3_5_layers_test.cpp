@@ -1,0 +1,130 @@
+// The layers Qwen3.5 shares with other architectures (models/layers) against the Qwen3.5
+// component goldens of reference/ (tests/goldens/qwen3_5/components/): the (1+w) RMSNorm, the
+// gated RMSNorm, the delta rule's q/k preparation, gates and recurrent step with its state, the
+// causal conv with its tail, and partial rotate-half RoPE. The reference's rounding rules are
+// the project's (fp64 sums rounded once, transcendental functions in fp64 rounded once), so
+// every comparison requires bit equality.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "core/numfmt.h"
+#include "models/component_golden.h"
+#include "models/layers/causal_conv1d.h"
+#include "models/layers/gated_delta_rule.h"
+#include "models/layers/gated_rms_norm.h"
+#include "models/layers/offset_rms_norm.h"
+#include "models/layers/rotate_half_rope.h"
+
+namespace strata::models {
+namespace {
+using strata::testing::diff;
+
+struct Golden : strata::testing::Golden {
+  explicit Golden(const std::string& component) : strata::testing::Golden("qwen3_5", component) {}
+};
+
+TEST(Qwen35Layers, OffsetRmsNorm) {
+  Golden g("rmsnorm");
+  LOAD_OR_SKIP(g);
+  auto x = g.f("x");
+  const float eps = g.meta["params"]["eps"].get<float>();
+  std::vector<float> y(x.size());
+  for (size_t r = 0; r < 8; ++r) offset_rms_norm(x.data() + r * 256, g.bf16("weight"), 256, eps, y.data() + r * 256);
+  EXPECT_EQ(diff(y.data(), g.f("out"), "offset rmsnorm").mismatches, 0);
+}
+
+TEST(Qwen35Layers, GatedRmsNorm) {
+  Golden g("gated_rmsnorm");
+  LOAD_OR_SKIP(g);
+  auto o = g.f("o"), z = g.f("z");
+  const float eps = g.meta["params"]["eps"].get<float>();
+  std::vector<float> y(o.size());
+  for (size_t r = 0; r < o.size() / 64; ++r)
+    gated_rms_norm(o.data() + r * 64, z.data() + r * 64, g.bf16("weight"), 64, eps, y.data() + r * 64);
+  EXPECT_EQ(diff(y.data(), g.f("out"), "gated rmsnorm").mismatches, 0);
+}
+
+TEST(Qwen35Layers, DeltaRuleQkPreparation) {
+  Golden g("l2norm");
+  LOAD_OR_SKIP(g);
+  auto x = g.f("x");
+  std::vector<float> q = x, k = x;
+  for (size_t r = 0; r < 8; ++r) prepare_delta_qk(q.data() + r * 128, k.data() + r * 128, 128);
+  EXPECT_EQ(diff(k.data(), g.f("out_k"), "l2norm k").mismatches, 0);
+  EXPECT_EQ(diff(q.data(), g.f("out_q"), "l2norm q").mismatches, 0);
+}
+
+TEST(Qwen35Layers, CausalConvWithItsTail) {
+  Golden g("causal_conv1d");
+  LOAD_OR_SKIP(g);
+  const int64_t C = 48, K = 4, T = 7;
+  auto x = g.f("x"), tail_f = g.f("tail_in");
+  std::vector<float> w(size_t(C * K));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = bf16_to_f32(g.bf16("conv1d.weight")[i]);
+  for (bool zero : {false, true}) {
+    std::vector<uint16_t> tail(size_t((K - 1) * C), 0);
+    if (!zero)
+      for (size_t i = 0; i < tail.size(); ++i) tail[i] = f32_to_bf16(tail_f[i]);
+    std::vector<float> y(size_t(T * C));
+    for (int64_t t = 0; t < T; ++t) causal_conv1d_step(tail.data(), tail.data(), x.data() + t * C, w.data(), C, K, y.data() + t * C);
+    EXPECT_EQ(diff(y.data(), g.f(zero ? "out_zero_tail" : "out"), zero ? "conv from zeros" : "conv").mismatches, 0);
+    if (!zero) {
+      std::vector<float> tf(tail.size());
+      for (size_t i = 0; i < tail.size(); ++i) tf[i] = bf16_to_f32(tail[i]);
+      EXPECT_EQ(diff(tf.data(), g.f("tail_out"), "conv tail").mismatches, 0);
+    }
+  }
+}
+
+TEST(Qwen35Layers, GatedDeltaRuleSteps) {
+  Golden g("gated_delta_rule");
+  LOAD_OR_SKIP(g);
+  const int64_t steps = 6, hv = 2, dk = 128, dv = 128;
+  auto q = g.f("q"), k = g.f("k"), v = g.f("v"), a = g.f("a"), b = g.f("b"), a_log = g.f("A_log"), dt = g.f("dt_bias");
+  std::vector<float> S = g.f("state_in"), gs(size_t(steps * hv)), betas(size_t(steps * hv));
+  std::vector<float> qp(size_t(steps * hv * dk)), kp(size_t(steps * hv * dk)), out(size_t(steps * hv * dv));
+  for (int64_t t = 0; t < steps; ++t)
+    for (int64_t h = 0; h < hv; ++h) {
+      float* qh = qp.data() + (t * hv + h) * dk;
+      float* kh = kp.data() + (t * hv + h) * dk;
+      std::memcpy(qh, q.data() + t * dk, size_t(dk) * 4);  // one key head, repeated to both value heads
+      std::memcpy(kh, k.data() + t * dk, size_t(dk) * 4);
+      prepare_delta_qk(qh, kh, dk);
+      const size_t i = size_t(t * hv + h);
+      delta_gates(a[i], b[i], a_log[size_t(h)], dt[size_t(h)], &gs[i], &betas[i]);
+      gated_delta_step(S.data() + h * dk * dv, S.data() + h * dk * dv, qh, kh, v.data() + (t * hv + h) * dv, gs[i],
+                       betas[i], dk, dv, out.data() + (t * hv + h) * dv);
+    }
+  EXPECT_EQ(diff(gs.data(), g.f("g"), "gates g").mismatches, 0);
+  EXPECT_EQ(diff(betas.data(), g.f("beta"), "gates beta").mismatches, 0);
+  EXPECT_EQ(diff(qp.data(), g.f("q_prepared"), "q prepared").mismatches, 0);
+  EXPECT_EQ(diff(kp.data(), g.f("k_prepared"), "k prepared").mismatches, 0);
+  EXPECT_EQ(diff(out.data(), g.f("out"), "delta rule out").mismatches, 0);
+  EXPECT_EQ(diff(S.data(), g.f("state_out"), "delta rule state").mismatches, 0);
+}
+
+TEST(Qwen35Layers, PartialRotateHalfRope) {
+  Golden g("rope");
+  LOAD_OR_SKIP(g);
+  const double theta = g.meta["params"]["theta"].get<double>();
+  const auto& pos = g.a("positions");
+  const int64_t n = pos.shape[0];
+  for (int64_t r : {16, 64}) {
+    RotateHalfRope rope(r, theta);
+    const std::string tag = "_r" + std::to_string(r);
+    EXPECT_EQ(diff(rope.inv_freq().data(), g.f("inv_freq" + tag), ("inv_freq" + tag).c_str()).mismatches, 0);
+    std::vector<float> c(size_t(n * r / 2)), s(size_t(n * r / 2));
+    for (int64_t t = 0; t < n; ++t) rope.cos_sin(pos.as<int64_t>()[t], c.data() + t * r / 2, s.data() + t * r / 2);
+    EXPECT_EQ(diff(c.data(), g.f("cos" + tag), ("cos" + tag).c_str()).mismatches, 0);
+    EXPECT_EQ(diff(s.data(), g.f("sin" + tag), ("sin" + tag).c_str()).mismatches, 0);
+  }
+  RotateHalfRope rope(16, theta);
+  auto x = g.f("x");
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t h = 0; h < 3; ++h) rope.apply(x.data() + (t * 3 + h) * 64, pos.as<int64_t>()[t]);
+  EXPECT_EQ(diff(x.data(), g.f("out_r16"), "rope r16").mismatches, 0);
+}
+
+}  // namespace
+}  // namespace strata::models
