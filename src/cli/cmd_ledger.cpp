@@ -16,7 +16,7 @@ namespace {
 
 struct Opts {
   std::string model, config, indexer_cache = "fp8", memory;
-  std::vector<int64_t> contexts{131072, 1048576};
+  std::vector<int64_t> contexts;  // empty: 128K and 1M, those the model reaches (else its maximum)
   bool mtp = false, json = false;
   int spec_tokens = 0;
 };
@@ -51,7 +51,13 @@ void run_ledger(const Opts& o) {
   const std::string src = o.model.empty() ? o.config : o.model;
   const auto cfg = models::load_config(src);
   const int64_t max_pos = cfg->facts().max_positions;
-  for (int64_t n : o.contexts) {
+  std::vector<int64_t> contexts = o.contexts;
+  if (contexts.empty()) {
+    for (int64_t n : {int64_t(131072), int64_t(1048576)})
+      if (n <= max_pos) contexts.push_back(n);
+    if (contexts.empty()) contexts.push_back(max_pos);
+  }
+  for (int64_t n : contexts) {
     if (n < 0) throw Error("--context must be >= 0");
     if (n > max_pos)
       throw Error("--context " + std::to_string(n) + " exceeds max_position_embeddings " + std::to_string(max_pos));
@@ -87,7 +93,7 @@ void run_ledger(const Opts& o) {
     j["by_kind"][k] = {{"specs", r.layers}, {"format", r.format}, {"fixed_bytes", r.fixed}, {"bytes_per_block", r.block}};
   if (L.draft_bytes() > 0) j["draft_slot_bytes"] = L.draft_bytes();
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-  for (int64_t n : o.contexts) {
+  for (int64_t n : contexts) {
     nlohmann::ordered_json r = {{"context", n}, {"bytes", L.bytes_for(n)}, {"bytes_exact", L.bytes_exact(n)}};
     for (const auto& v : variants) {
       int64_t bytes = 0;
@@ -131,7 +137,7 @@ AutoRegister reg([](CLI::App& app) {
   auto* c = app.add_subcommand("ledger", "cache memory per request: bytes per token, fixed bytes, totals by kind");
   auto* m = c->add_option("--model", o->model, "checkpoint directory");
   c->add_option("--config", o->config, "a config.json file")->excludes(m);
-  c->add_option("--context", o->contexts, "tokens of context, one or more (default 131072 1048576)");
+  c->add_option("--context", o->contexts, "tokens of context, one or more (default 131072 and 1048576 where the model reaches them)");
   c->add_option("--indexer-cache", o->indexer_cache, "indexer key storage: fp8 (132 B, default) or fp4 (68 B)")
       ->check(CLI::IsMember({"fp4", "fp8"}));
   c->add_flag("--mtp", o->mtp, "include the MTP block's caches (speculative decoding)");

@@ -56,8 +56,8 @@ TEST(Inspect, BadInputIsOneLineAndNonZero) {
   struct Case {
     std::string args, expect;
   } cases[] = {
-      {"inspect --config " + shell_quote(kShared + "/models/qwen3.5-0.8b/config.json"), "unknown model_type 'qwen3_5'"},
-      {"inspect --model " + shell_quote(dir), "unknown model_type 'mamba9' (supported: deepseek_v4, strata_hybrid)"},
+      {"inspect --config " + shell_quote(kShared + "/models/kimi-k3/config.json"), "unknown model_type 'kimi_k3'"},
+      {"inspect --model " + shell_quote(dir), "unknown model_type 'mamba9' (supported: deepseek_v4, qwen3_5"},
       {"inspect --model /nonexistent/dir", "/nonexistent/dir"},
       {"inspect", "needs --model DIR or --config FILE"},
       {"make-model --preset flash-huge --out " + shell_quote(dir + "/x"), "unknown preset 'flash-huge'"},

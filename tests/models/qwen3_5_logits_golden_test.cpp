@@ -1,0 +1,20 @@
+// Qwen3.5 end to end against the reference (tests/goldens/qwen3_5/logits/<case>/, written by
+// reference/make_qwen3_5_logits_goldens.py from `strata make-model` checkpoints): dense and MoE,
+// 150 tokens crossing the 64-token chunk and a 128-token block, prefilled from position 1, from
+// the middle, or whole. Bit-exact: every row's hash of the float32 logits bytes.
+#include "models/logits_golden.h"
+
+namespace strata::qwen35 {
+namespace {
+
+void check_case(const std::string& name) { testing::check_logits_case("qwen3_5", name); }
+
+TEST(Qwen35LogitsGolden, TinyDecodeFromPosition1) { check_case("tiny_s1_n150_k1"); }
+TEST(Qwen35LogitsGolden, TinyPrefill75ThenDecodeAcross128) { check_case("tiny_s2_n150_k75"); }
+TEST(Qwen35LogitsGolden, TinyPrefill150) { check_case("tiny_s3_n150_k150"); }
+TEST(Qwen35LogitsGolden, MoeTinyDecodeFromPosition1) { check_case("moe_tiny_s4_n150_k1"); }
+TEST(Qwen35LogitsGolden, MoeTinyPrefill75ThenDecodeAcross128) { check_case("moe_tiny_s5_n150_k75"); }
+TEST(Qwen35LogitsGolden, MoeTinyPrefill150) { check_case("moe_tiny_s6_n150_k150"); }
+
+}  // namespace
+}  // namespace strata::qwen35
