@@ -20,7 +20,7 @@ enum class CacheKind {
   indexer_keys,      // one index key per `tokens_per_entry` tokens (CSA, DSA)
   compressor_state,  // fp32 kv + score slots of the unfinished block
   linear_state,      // fixed-size recurrent state (Gated DeltaNet, KDA) + its conv tail
-  full_attention,    // one K/V entry per token (GQA layers of hybrid models)
+  full_attention,    // one K/V entry per token (GQA layers, e.g. Qwen3.5's gated attention)
   mla_latent,        // one compressed latent (+ RoPE key) per token (MLA layers)
 };
 const char* kind_name(CacheKind k);

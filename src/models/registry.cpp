@@ -7,13 +7,11 @@
 #include "io/json_file.h"
 #include "models/deepseek_v4/architecture.h"
 #include "models/qwen3_5/architecture.h"
-#include "models/synthetic_hybrid/architecture.h"
 
 namespace strata::models {
 
 const std::vector<const Architecture*>& architectures() {
-  static const std::vector<const Architecture*> all = {&dsv4::architecture(), &qwen35::architecture(),
-                                                       &hybrid::architecture()};
+  static const std::vector<const Architecture*> all = {&dsv4::architecture(), &qwen35::architecture()};
   return all;
 }
 

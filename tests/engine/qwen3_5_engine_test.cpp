@@ -1,5 +1,5 @@
-// The engine on the synthetic hybrid architecture (recurrent Gated DeltaNet layers beside
-// full-attention layers, cache kinds linear_state and full_attention): continuous batching,
+// The engine on Qwen3.5 (qwen3.5-tiny: recurrent Gated DeltaNet layers beside a gated attention
+// layer, cache kinds linear_state and full_attention): continuous batching,
 // preemption, prefix caching (the recurrent state checkpointed at block boundaries), MTP
 // speculative decoding (rejected drafts rolled back through draft slots) and request
 // export/import each give every request exactly the tokens it gets alone, and the pool ends
@@ -16,7 +16,7 @@
 #include "engine/request_snapshot.h"
 #include "engine/speculative.h"
 #include "kernels/parallel.h"
-#include "models/hybrid_fixture.h"
+#include "models/qwen3_5_fixture.h"
 
 namespace strata::engine {
 namespace {
@@ -24,7 +24,7 @@ using testing::Collector;
 using testing::Outcome;
 
 struct Shared {
-  std::shared_ptr<const models::Model> model = hybrid::testing::tiny().model;
+  std::shared_ptr<const models::Model> model = qwen35::testing::tiny().model;
   std::shared_ptr<const Tokenizer> tok =
       std::make_shared<const Tokenizer>(Tokenizer::load(std::string(STRATA_SHARED_DIR) + "/tokenizers/qwen3"));
 };
@@ -63,7 +63,7 @@ int64_t pool_left(const EngineMetrics& m) {
   return left;
 }
 
-TEST(HybridEngine, BatchedRequestsEqualEachAlone) {
+TEST(Qwen35Engine, BatchedRequestsEqualEachAlone) {
   EngineOptions opt;
   opt.max_running = 4;
   opt.max_batch_tokens = 24;  // prompts are prefilled in chunks beside other requests' decode tokens
@@ -75,16 +75,18 @@ TEST(HybridEngine, BatchedRequestsEqualEachAlone) {
   EXPECT_TRUE(linear);
 }
 
-TEST(HybridEngine, PreemptionOnATinyPoolEqualsEachAlone) {
+TEST(Qwen35Engine, PreemptionOnATinyPoolEqualsEachAlone) {
   const auto layout = shared().model->model_config().cache_layout({});
   EngineOptions opt;
-  opt.max_running = 4;
-  opt.max_batch_tokens = 8;
-  opt.max_context = 128;
-  opt.pool_bytes = 2 * layout.bytes_for(32) + layout.block_bytes() / 2;
+  opt.max_running = 3;
+  opt.max_batch_tokens = 32;
+  opt.max_context = 256;
+  // Room for three requests within one 128-token block each, not for three past it: growing
+  // across the block boundary forces the newest out.
+  opt.pool_bytes = 3 * layout.bytes_for(128) + layout.block_bytes() / 2;
   opt.prefix_cache = false;
-  auto reqs = requests(6);
-  for (auto& r : reqs) r.sampling.max_tokens = 20, r.sampling.ignore_eos = true;
+  auto reqs = requests(4);
+  for (auto& r : reqs) r.sampling.max_tokens = 130, r.sampling.ignore_eos = true;
   const auto m = check(opt, reqs);
   EXPECT_GT(m.preempted, 0);
   EXPECT_EQ(pool_left(m), 0);
@@ -93,7 +95,7 @@ TEST(HybridEngine, PreemptionOnATinyPoolEqualsEachAlone) {
 // MTP drafts verified inside the batch; random weights reject nearly every draft, and forced
 // drafts (the request's own continuation, some made wrong) are accepted up to the wrong one:
 // both paths roll the recurrent state back through its draft slots.
-TEST(HybridEngine, SpeculativeDecodingEqualsEachAlone) {
+TEST(Qwen35Engine, SpeculativeDecodingEqualsEachAlone) {
   auto reqs = requests(8);
   for (auto& r : reqs) {
     r.sampling.max_tokens = 12;
@@ -124,12 +126,12 @@ TEST(HybridEngine, SpeculativeDecodingEqualsEachAlone) {
                               m.prefix_blocks * layout.block_bytes());
 }
 
-// Requests sharing a prefix start from the checkpoint of its last complete 32-token block:
+// Requests sharing a prefix start from the checkpoint of its last complete 128-token block:
 // the recurrent state and conv tail copied, the K/V blocks shared; the output is a cold run's.
-TEST(HybridEngine, PrefixCacheHitsEqualColdRuns) {
+TEST(Qwen35Engine, PrefixCacheHitsEqualColdRuns) {
   auto& s = shared();
   std::vector<int32_t> base;
-  for (int t = 0; t < 100; ++t) base.push_back(int32_t(500 + (t * 7919) % 100000));
+  for (int t = 0; t < 300; ++t) base.push_back(int32_t(500 + (t * 7919) % 100000));
   auto make = [&](uint64_t id, std::vector<int32_t> prompt, double temp) {
     Request r;
     r.id = id;
@@ -138,7 +140,7 @@ TEST(HybridEngine, PrefixCacheHitsEqualColdRuns) {
     r.sampling.max_tokens = 6;
     return r;
   };
-  std::vector<int32_t> fork(base.begin(), base.begin() + 70);
+  std::vector<int32_t> fork(base.begin(), base.begin() + 200);
   fork.push_back(77);
   std::vector<Request> reqs = {make(1, base, 0), make(2, base, 0.8), make(3, fork, 0)};
   std::map<uint64_t, Outcome> expect;
@@ -146,7 +148,7 @@ TEST(HybridEngine, PrefixCacheHitsEqualColdRuns) {
   for (int spec : {0, 2}) {
     EngineOptions opt;
     opt.max_context = 512;
-    opt.max_batch_tokens = 50;  // chunks that do not end on block boundaries
+    opt.max_batch_tokens = 100;  // chunks that do not end on block boundaries
     opt.spec_tokens = spec;
     Collector c;
     Engine eng(s.model, s.tok, opt);
@@ -156,29 +158,29 @@ TEST(HybridEngine, PrefixCacheHitsEqualColdRuns) {
     c.wait_all(reqs.size());
     for (auto& r : reqs) EXPECT_TRUE(c.out[r.id] == expect[r.id]) << r.id << " spec " << spec;
     EXPECT_EQ(c.out[1].cached_prompt_tokens, 0);
-    EXPECT_EQ(c.out[2].cached_prompt_tokens, 96);
-    EXPECT_EQ(c.out[3].cached_prompt_tokens, 64);
+    EXPECT_EQ(c.out[2].cached_prompt_tokens, 256);
+    EXPECT_EQ(c.out[3].cached_prompt_tokens, 128);
   }
 }
 
 // A request exported mid-generation continues in another engine (another thread count,
 // speculation on there) exactly as it would have.
-TEST(HybridEngine, ExportImportContinuesIdentically) {
+TEST(Qwen35Engine, ExportImportContinuesIdentically) {
   auto& s = shared();
   Request r;
   r.id = 5;
-  for (int t = 0; t < 70; ++t) r.prompt.push_back(int32_t(1000 + 37 * t));
+  for (int t = 0; t < 140; ++t) r.prompt.push_back(int32_t(1000 + 37 * t));
   r.sampling.temperature = 0.8;
   r.sampling.seed = 3;
   r.sampling.max_tokens = 20;
   r.sampling.ignore_eos = true;
   const Outcome expect = run_alone(r);
-  const std::string path = (std::filesystem::temp_directory_path() / ("strata_hybrid_req_" + std::to_string(::getpid()))).string();
+  const std::string path = (std::filesystem::temp_directory_path() / ("strata_qwen35_req_" + std::to_string(::getpid()))).string();
   EngineOptions opt;
   opt.max_context = 256;
   const Outcome first = testing::export_after_five(s.model, s.tok, opt, r, path);
   const RequestSnapshot snap = read_snapshot(path);
-  EXPECT_EQ(snap.model_type, "strata_hybrid");
+  EXPECT_EQ(snap.model_type, "qwen3_5_text");
   const size_t k = snap.tokens.size() - r.prompt.size();
   Collector second;
   {
@@ -206,11 +208,11 @@ TEST(HybridEngine, ExportImportContinuesIdentically) {
 
 // The MTP drafter is the model's block behind the generic interface: several requests drafting
 // at once get the drafts each gets alone, and drafting leaves every MTP state as it was.
-TEST(HybridEngine, BatchedDraftsEqualDraftingAlone) {
+TEST(Qwen35Engine, BatchedDraftsEqualDraftingAlone) {
   const auto& m = *shared().model;
   MtpDrafter drafter(m);
   std::vector<std::unique_ptr<models::Sequence>> states, alone;
-  std::vector<int64_t> lengths = {40, 9, 33};
+  std::vector<int64_t> lengths = {140, 9, 33};
   for (size_t i = 0; i < lengths.size(); ++i) {
     std::vector<int64_t> ids;
     for (int64_t t = 0; t < lengths[i]; ++t) ids.push_back(100 + 13 * t + int64_t(i));

@@ -1,5 +1,5 @@
-// The synthetic hybrid architecture (Gated DeltaNet + full attention) on the cache machinery
-// every architecture shares: a sequence gives the same logits bits in any chunking and any
+// Qwen3.5 (Gated DeltaNet + gated attention, qwen3.5-tiny) on the cache machinery every
+// architecture shares: a sequence gives the same logits bits in any chunking and any
 // batch; placed in the pool it gives the same logits and holds exactly the ledger's bytes;
 // rolled back through draft slots (no state copied per drafted token) it equals running only
 // the kept tokens; exported and imported it decodes on identically.
@@ -10,9 +10,9 @@
 #include "cache/cache_map.h"
 #include "cache/cache_records.h"
 #include "core/error.h"
-#include "models/hybrid_fixture.h"
+#include "models/qwen3_5_fixture.h"
 
-namespace strata::hybrid {
+namespace strata::qwen35 {
 namespace {
 using testing::tiny;
 
@@ -38,16 +38,16 @@ bool same(const std::vector<cache::CacheRecord>& a, const std::vector<cache::Cac
   return true;
 }
 
-TEST(HybridModel, ChunkingAndBatchingGiveTheSameBits) {
+TEST(Qwen35Model, ChunkingAndBatchingGiveTheSameBits) {
   const Model& m = *tiny().model;
-  const auto ids = random_ids(100, 1);
+  const auto ids = random_ids(300, 1);
   auto whole = m.new_sequence();
-  const auto a = m.forward(*whole, ids.data(), 100);
-  // Chunks that end before, on and after the 32-token block boundaries.
+  const auto a = m.forward(*whole, ids.data(), 300);
+  // Chunks that end before, on and after the 128-token block boundaries.
   auto chunked = m.new_sequence();
   std::vector<float> b;
   int64_t at = 0;
-  for (int64_t n : {1, 31, 32, 36}) b = m.forward(*chunked, ids.data() + at, n), at += n;
+  for (int64_t n : {1, 126, 129, 44}) b = m.forward(*chunked, ids.data() + at, n), at += n;
   EXPECT_EQ(a, b);
   EXPECT_TRUE(same(records(*whole, m), records(*chunked, m)));
   // Three sequences stacked in one pass, each at its own position.
@@ -76,7 +76,7 @@ TEST(HybridModel, ChunkingAndBatchingGiveTheSameBits) {
   }
 }
 
-TEST(HybridModel, PooledStateGivesTheSameLogitsAndHoldsTheLedgersBytes) {
+TEST(Qwen35Model, PooledStateGivesTheSameLogitsAndHoldsTheLedgersBytes) {
   const Model& m = *tiny().model;
   models::CacheOptions o;
   o.draft_tokens = 3;  // draft slots are part of a request's slot, and of the ledger
@@ -86,9 +86,9 @@ TEST(HybridModel, PooledStateGivesTheSameLogitsAndHoldsTheLedgersBytes) {
   cache::CachePool pool(layout, int64_t(16) << 20);
   cache::PoolSeq seq;
   auto owned = m.new_sequence(o), pooled = m.new_sequence(o);
-  const auto ids = random_ids(90, 2);
+  const auto ids = random_ids(270, 2);
   int64_t at = 0;
-  for (int64_t n : {5, 40, 45}) {
+  for (int64_t n : {5, 130, 135}) {
     ASSERT_TRUE(pool.reserve(seq, at + n));
     if (at == 0) {
       auto map = pooled->cache_map(layout);
@@ -117,11 +117,11 @@ TEST(HybridModel, PooledStateGivesTheSameLogitsAndHoldsTheLedgersBytes) {
 // A verification pass over M tokens, rolled back to every kept prefix, equals running only
 // that prefix; the undo log copies no state bytes (the recurrent state goes through draft
 // slots, the K/V appends are undone by truncation).
-TEST(HybridModel, RollbackThroughDraftSlotsEqualsRunningThePrefix) {
+TEST(Qwen35Model, RollbackThroughDraftSlotsEqualsRunningThePrefix) {
   const Model& m = *tiny().model;
   models::CacheOptions o;
   o.draft_tokens = 4;
-  const int64_t P = 29, M = 5;  // the pass crosses the 32-token block boundary
+  const int64_t P = 125, M = 5;  // the pass crosses the 128-token block boundary
   const auto ids = random_ids(P + M + 1, 3);
   for (int64_t keep = 1; keep <= M; ++keep) {
     auto spec = m.new_sequence(o), plain = m.new_sequence(o);
@@ -151,7 +151,7 @@ TEST(HybridModel, RollbackThroughDraftSlotsEqualsRunningThePrefix) {
   EXPECT_TRUE(same(records(*st, m), before));
 }
 
-TEST(HybridModel, ExportedCachesImportAndDecodeOnIdentically) {
+TEST(Qwen35Model, ExportedCachesImportAndDecodeOnIdentically) {
   const Model& m = *tiny().model;
   models::CacheOptions all;
   all.include_mtp = true;
@@ -174,4 +174,4 @@ TEST(HybridModel, ExportedCachesImportAndDecodeOnIdentically) {
 }
 
 }  // namespace
-}  // namespace strata::hybrid
+}  // namespace strata::qwen35
