@@ -121,9 +121,16 @@ void normalize_content(ojson& msg, size_t i) {
   auto it = msg.find("content");
   if (it == msg.end() || !it->is_array()) return;
   std::string text;
-  for (const auto& part : *it) {
-    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string())
-      throw bad_request("messages[" + std::to_string(i) + "].content: only text parts are supported.", "messages");
+  for (size_t k = 0; k < it->size(); ++k) {
+    const auto& part = (*it)[k];
+    const std::string where = "messages[" + std::to_string(i) + "].content[" + std::to_string(k) + "]";
+    const std::string type = part.is_object() && part.contains("type") && part["type"].is_string() ? part["type"].get<std::string>() : "";
+    if (type == "image_url" || type == "input_image" || type == "image" || type == "video_url" || type == "input_audio")
+      throw bad_request(where + ": '" + type + "' content is not supported: strata serves the text model only " +
+                            "(a checkpoint's vision tower is not loaded). Send text parts.",
+                        "messages");
+    if (type != "text" || !part.contains("text") || !part["text"].is_string())
+      throw bad_request(where + ": only text parts ({\"type\": \"text\", \"text\": ...}) are supported.", "messages");
     text += part["text"].get<std::string>();
   }
   *it = text;

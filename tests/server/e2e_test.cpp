@@ -1,5 +1,6 @@
-// Runs tests/server/e2e.test.mjs (node --test with the official openai client) against the real
-// `strata serve` binary and a flash-tiny model made in a temporary directory.
+// Runs tests/server/e2e.test.mjs and qwen3_5_e2e.test.mjs (node --test with the official openai
+// client) against the real `strata serve` binary and a flash-tiny or a qwen3.5-tiny model made
+// in a temporary directory.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <string>
 
 #include "cli/run_command.h"
+#include "cli/checkpoint_without.h"
 
 namespace {
 
@@ -25,6 +27,26 @@ std::pair<int, std::string> run_shell(const std::string& cmd) {
   while ((k = std::fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), k);
   int st = ::pclose(p);
   return {WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), out};
+}
+
+TEST(ServerEndToEnd, OpenAIClientAgainstQwen35) {
+  ASSERT_EQ(run_shell("node --version").first, 0) << "node is required";
+  const std::string src = STRATA_SOURCE_DIR;
+  ASSERT_TRUE(std::filesystem::exists(src + "/tests/server/npm/node_modules/openai/package.json"))
+      << "run scripts/setup.d/npm-openai.sh";
+  char tmpl[] = "/tmp/strata_e2e_qwen_XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl, model = dir + "/qwen3.5-tiny", no_mtp = dir + "/no-mtp";
+  auto made = run_strata("make-model --preset qwen3.5-tiny --seed 3 --out " + shell_quote(model) + " --tokenizer " +
+                         shell_quote(std::string(STRATA_SHARED_DIR) + "/tokenizers/qwen3"));
+  ASSERT_EQ(made.code, 0) << made.err;
+  ASSERT_GT(strata::test::copy_checkpoint_without(model, no_mtp, "mtp."), 0);
+  auto [code, out] = run_shell("cd " + shell_quote(src + "/tests/server") + " && STRATA_BINARY=" +
+                               shell_quote(std::filesystem::absolute(STRATA_BINARY).string()) + " STRATA_MODEL_DIR=" +
+                               shell_quote(model) + " STRATA_NO_MTP_DIR=" + shell_quote(no_mtp) +
+                               " timeout 600 node --test qwen3_5_e2e.test.mjs");
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(code, 0) << out;
 }
 
 TEST(ServerEndToEnd, OpenAIClientAgainstStrataServe) {

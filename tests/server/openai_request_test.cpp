@@ -59,7 +59,13 @@ TEST(OpenAIRequest, ContentPartsAreJoined) {
   ApiRequest a = parse_chat_request(R"({"messages":[{"role":"user","content":[{"type":"text","text":"Hel"},{"type":"text","text":"lo"}]}]})", model_info());
   ApiRequest b = parse_chat_request("{" + kHello + "}", model_info());
   EXPECT_EQ(a.prompts, b.prompts);
-  EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})").param, "messages");
+  const ApiError image = chat_error(
+      R"({"messages":[{"role":"user","content":[{"type":"text","text":"what is this?"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]}]})");
+  EXPECT_EQ(image.status, 400);
+  EXPECT_EQ(image.param, "messages");
+  EXPECT_NE(std::string(image.what()).find("messages[0].content[1]: 'image_url' content is not supported"), std::string::npos)
+      << image.what();
+  EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":[{"type":"text"}]}]})").param, "messages");
 }
 
 TEST(OpenAIRequest, ThinkingSwitches) {

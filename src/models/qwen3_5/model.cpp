@@ -31,6 +31,11 @@ std::unique_ptr<Model> Model::load(const std::string& dir) {
   SafetensorsCheckpoint ck = SafetensorsCheckpoint::open_dir(dir);
   const models::CheckReport r = check_checkpoint(c, ck);
   if (!r.ok()) throw Error(dir + ": checkpoint does not match config.json: " + r.summary());
+  if (c.mtp_num_hidden_layers > 0 && !has_mtp_tensors(ck)) {
+    std::fprintf(stderr, "note: %s: no mtp.* tensors; speculative decoding is unavailable (plain decoding works)\n",
+                 dir.c_str());
+    c.mtp_num_hidden_layers = 0;
+  }
   if (const int64_t v = vision_tensors(ck); v > 0)
     std::fprintf(stderr, "note: %s: the vision tower's %lld tensors are skipped (text only)\n", dir.c_str(), (long long)v);
   return std::make_unique<Model>(std::move(c), std::move(ck));

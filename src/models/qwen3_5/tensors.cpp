@@ -100,9 +100,11 @@ std::vector<ExpectedTensor> expected_tensors(const Config& c, const TensorLayout
   return out;
 }
 
-models::CheckReport check_checkpoint(const Config& c, const SafetensorsCheckpoint& ckpt) {
+models::CheckReport check_checkpoint(const Config& config, const SafetensorsCheckpoint& ckpt) {
   models::CheckReport r;
   std::unordered_set<std::string> used;
+  Config c = config;
+  if (!has_mtp_tensors(ckpt)) c.mtp_num_hidden_layers = 0;  // no MTP block at all is allowed; half of one is not
   for (const auto& e : expected_tensors(c, layout_of(ckpt))) {
     used.insert(e.name);
     const TensorInfo* t = ckpt.find(e.name);
@@ -117,6 +119,12 @@ models::CheckReport check_checkpoint(const Config& c, const SafetensorsCheckpoin
   for (const TensorInfo* t : ckpt.all())
     if (!used.count(t->name) && !is_vision(t->name)) r.unexpected.push_back(t->name);
   return r;
+}
+
+bool has_mtp_tensors(const SafetensorsCheckpoint& ckpt) {
+  for (const TensorInfo* t : ckpt.all())
+    if (t->name.rfind("mtp.", 0) == 0) return true;
+  return false;
 }
 
 int64_t vision_tensors(const SafetensorsCheckpoint& ckpt) {

@@ -44,6 +44,9 @@ std::vector<ExpectedTensor> expected_tensors(const Config& c, const TensorLayout
 // Every expected tensor present with an accepted dtype and the right shape; tensors of neither
 // the text model nor the vision tower are listed as unexpected.
 models::CheckReport check_checkpoint(const Config& c, const SafetensorsCheckpoint& ckpt);
+// Whether the checkpoint holds any mtp.* tensor. Checkpoints published without the MTP block
+// (converted or pruned ones) still decode; only speculative decoding needs it.
+bool has_mtp_tensors(const SafetensorsCheckpoint& ckpt);
 // Tensors of the vision tower the checkpoint holds (skipped).
 int64_t vision_tensors(const SafetensorsCheckpoint& ckpt);
 
