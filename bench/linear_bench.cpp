@@ -2,7 +2,8 @@
 // together exceed the last-level cache, as a decode step's weights do): weight GB/s and fp64
 // multiply-adds per second, for one activation row (decode GEMV) and several (batched decode,
 // verification, prefill). Shapes are V4-Flash's: routed expert w1 (2048 × 4096, FP4), attention
-// wq_b (32768 × 1024, FP8), the bf16 head slice (16384 × 4096), and two few-output products that
+// wq_b (32768 × 1024, FP8), the bf16 head slice (16384 × 4096), Qwen3.5-0.8B's
+// bf16 gate/up projection (3584 × 1024, 7 MB: a small matrix read once a step), and two few-output products that
 // prefill runs over many rows (mHC's f32 24 × 16384 mixes, the indexer's bf16 64 × 4096 head weights).
 // The *L2 cases hold one copy that fits L2: the kernel's compute rate without the memory.
 // Run: build/<dir>/bench/linear_bench [--benchmark_filter=...]; STRATA_THREADS sets threads.
@@ -93,6 +94,7 @@ void BM_Bf16Head(benchmark::State& st) { run(st, WeightFormat::bf16, 16384, 4096
 void BM_Bf16HeadL2(benchmark::State& st) { run(st, WeightFormat::bf16, 64, 4096, false, true); }
 // Few outputs over many activation rows: mHC's 24 mixes of the flattened streams (f32, hc·d
 // wide) and the indexer's head weights (bf16, 64 outputs), as a prefill runs them.
+void BM_Bf16QwenGateUp(benchmark::State& st) { run(st, WeightFormat::bf16, 3584, 1024); }
 void BM_F32HcMix(benchmark::State& st) { run(st, WeightFormat::f32, 24, 16384); }
 void BM_Bf16IndexerHeads(benchmark::State& st) { run(st, WeightFormat::bf16, 64, 4096); }
 
@@ -106,6 +108,7 @@ BENCHMARK(BM_Fp8Wqa)->Arg(1)->Arg(2)->Arg(3)->Arg(4)->UseRealTime();
 BENCHMARK(BM_Fp8WqaL2)->Arg(1)->Arg(4)->Arg(16)->Arg(32)->UseRealTime();
 BENCHMARK(BM_Bf16Head)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(16)->Arg(32)->Arg(128)->UseRealTime();
 BENCHMARK(BM_Bf16HeadL2)->Arg(1)->Arg(4)->Arg(8)->Arg(32)->UseRealTime();
+BENCHMARK(BM_Bf16QwenGateUp)->Arg(1)->Arg(8)->Arg(64)->UseRealTime();
 BENCHMARK(BM_F32HcMix)->Arg(4)->Arg(64)->Arg(512)->UseRealTime();
 BENCHMARK(BM_Bf16IndexerHeads)->Arg(64)->Arg(512)->UseRealTime();
 

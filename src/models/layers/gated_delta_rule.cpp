@@ -3,13 +3,25 @@
 #include <cmath>
 #include <vector>
 
+#include "core/cpu.h"
 #include "core/numfmt.h"
 #include "kernels/dot.h"
 
 namespace strata::models {
 
+namespace avx512 {
+void gated_delta_step(const float* s_in, float* s_out, const float* q, const float* k, const float* v, float g,
+                      float beta, int64_t dk, int64_t dv, float* o);
+}
+
 void gated_delta_step(const float* s_in, float* s_out, const float* q, const float* k, const float* v, float g,
                       float beta, int64_t dk, int64_t dv, float* o) {
+  if (active_isa() == Isa::avx512 && dv % 16 == 0) return avx512::gated_delta_step(s_in, s_out, q, k, v, g, beta, dk, dv, o);
+  gated_delta_step_scalar(s_in, s_out, q, k, v, g, beta, dk, dv, o);
+}
+
+void gated_delta_step_scalar(const float* s_in, float* s_out, const float* q, const float* k, const float* v, float g,
+                             float beta, int64_t dk, int64_t dv, float* o) {
   const float d = float(std::exp(double(g)));
   std::vector<double> acc(static_cast<size_t>(dv), 0.0);
   for (int64_t i = 0; i < dk; ++i) {

@@ -12,6 +12,9 @@ namespace strata::models {
 // s_in → s_out (may alias); q, k prepared (prepare_delta_qk); v [dv] bf16 values; o [dv] fp32.
 void gated_delta_step(const float* s_in, float* s_out, const float* q, const float* k, const float* v, float g,
                       float beta, int64_t dk, int64_t dv, float* o);
+// The scalar reference of the same step (the AVX-512 one gives its bits, tested).
+void gated_delta_step_scalar(const float* s_in, float* s_out, const float* q, const float* k, const float* v, float g,
+                             float beta, int64_t dk, int64_t dv, float* o);
 
 // The kernel's q / k preparation, in place: x · rsqrt(fp32(Σx²) + 1e-6) (Σx² in fp64 rounded
 // once), and q then × fp32(dk^-½).
