@@ -156,6 +156,7 @@ Config parse_config(const json& j, const std::string& where) {
   require(c.linear_num_value_heads % c.linear_num_key_heads == 0, w,
           "linear_num_value_heads must be a multiple of linear_num_key_heads");
   require(c.partial_rotary_factor > 0 && c.partial_rotary_factor <= 1, w, "partial_rotary_factor must be in (0, 1]");
+  require(c.head_dim % 16 == 0, w, "head_dim must be a multiple of 16 (the attention kernels' lane count)");
   require(c.rotary_dim() % 2 == 0 && c.rotary_dim() > 0, w, "the rotary dims (head_dim x partial_rotary_factor) must be even");
   require(c.mtp_num_hidden_layers >= 0 && c.mtp_num_hidden_layers <= 1, w, "mtp_num_hidden_layers must be 0 or 1");
   for (int64_t e : c.eos_token_ids) require(e >= 0 && e < c.vocab_size, w, "eos_token_id outside the vocabulary");

@@ -6,33 +6,38 @@
 #include "core/huge_buffer.h"
 #include "core/numfmt.h"
 #include "kernels/parallel.h"
+#include "models/layers/kv_dots.h"
 #include "models/layers/offset_rms_norm.h"
 
 namespace strata::qwen35 {
 
 namespace {
 
-// One query head's row over `visible` keys of the cache: o [D] (bf16 values).
-void attend(const float* q, const cache::EntryArray& kv, int64_t kv_head, int64_t kv_heads, int64_t D,
-            int64_t visible, float scale, double* z, float* o) {
-  double mx = -INFINITY;
+// The query heads q[0..G) (stride qs) that share one KV head, over `visible` keys of the cache,
+// reading each key and value once for the group: o[g] (stride os) in bf16 values. z: [G][visible],
+// acc: [G][D] scratch.
+void attend_group(const float* q, int64_t qs, int64_t G, const cache::EntryArray& kv, int64_t kv_head,
+                  int64_t kv_heads, int64_t D, int64_t visible, float scale, const models::KvDots& dots, double* z,
+                  double* acc, float* o, int64_t os) {
+  std::vector<double> mx(static_cast<size_t>(G), -INFINITY), sum(static_cast<size_t>(G), 0.0);
   for (int64_t j = 0; j < visible; ++j) {
     const auto* kj = reinterpret_cast<const uint16_t*>(kv.entry(j)) + kv_head * D;
-    double dot = 0.0;
-    for (int64_t i = 0; i < D; ++i) dot += double(q[i]) * double(bf16_to_f32(kj[i]));
-    const float zj = round_bf16(round_bf16(float(dot)) * scale);
-    z[j] = zj;
-    mx = std::max(mx, z[j]);
+    for (int64_t g = 0; g < G; ++g) {
+      const double zj = round_bf16(round_bf16(float(dots.dot(q + g * qs, kj, D))) * scale);
+      z[g * visible + j] = zj;
+      mx[size_t(g)] = std::max(mx[size_t(g)], zj);
+    }
   }
-  double sum = 0.0;
-  for (int64_t j = 0; j < visible; ++j) sum += (z[j] = std::exp(z[j] - mx));
-  std::vector<double> acc(static_cast<size_t>(D), 0.0);
+  for (int64_t g = 0; g < G; ++g)
+    for (int64_t j = 0; j < visible; ++j) sum[size_t(g)] += (z[g * visible + j] = std::exp(z[g * visible + j] - mx[size_t(g)]));
+  std::fill(acc, acc + G * D, 0.0);
   for (int64_t j = 0; j < visible; ++j) {
-    const double pj = double(round_bf16(float(z[j] / sum)));
     const auto* vj = reinterpret_cast<const uint16_t*>(kv.entry(j)) + (kv_heads + kv_head) * D;
-    for (int64_t i = 0; i < D; ++i) acc[size_t(i)] += pj * double(bf16_to_f32(vj[i]));
+    for (int64_t g = 0; g < G; ++g)
+      dots.accumulate(acc + g * D, double(round_bf16(float(z[g * visible + j] / sum[size_t(g)]))), vj, D);
   }
-  for (int64_t i = 0; i < D; ++i) o[i] = round_bf16(float(acc[size_t(i)]));
+  for (int64_t g = 0; g < G; ++g)
+    for (int64_t i = 0; i < D; ++i) o[g * os + i] = round_bf16(float(acc[g * D + i]));
 }
 
 }  // namespace
@@ -72,16 +77,18 @@ void gated_attention(const Config& c, const AttentionWeights& w, const models::R
       }
     }
   }
-  // Each (row, head) attends on its own: split over the threads, the same bits on any count.
+  // Each (row, KV head) attends with its group of query heads on its own: split over the
+  // threads, the same bits on any count.
+  const models::KvDots dots = models::kv_dots();
   row = 0;
   for (const Segment& s : segs) {
     const int64_t r0 = row;
-    kernels::parallel_for(s.rows * H, 1, [&](int64_t b, int64_t e) {
-      std::vector<double> z(static_cast<size_t>(s.pos0 + s.rows));
+    kernels::parallel_for(s.rows * KV, 1, [&](int64_t b, int64_t e) {
+      std::vector<double> z(static_cast<size_t>(group * (s.pos0 + s.rows))), acc(static_cast<size_t>(group * D));
       for (int64_t i = b; i < e; ++i) {
-        const int64_t t = i / H, h = i % H, r = r0 + t;
-        attend(qg.data() + (r * H + h) * 2 * D, s.layer->kv, h / group, KV, D, s.pos0 + t + 1, scale, z.data(),
-               o.data() + (r * H + h) * D);
+        const int64_t t = i / KV, kvh = i % KV, r = r0 + t, h0 = kvh * group;
+        attend_group(qg.data() + (r * H + h0) * 2 * D, 2 * D, group, s.layer->kv, kvh, KV, D, s.pos0 + t + 1, scale,
+                     dots, z.data(), acc.data(), o.data() + (r * H + h0) * D, D);
       }
     });
     row += s.rows;

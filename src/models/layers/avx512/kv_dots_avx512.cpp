@@ -1,0 +1,43 @@
+// kv_dots.h with AVX-512: the scalar reference's bits (lanes 0-7 and 8-15 of the canonical dot
+// in two accumulators, folded as kernels::fold16 does).
+#pragma GCC optimize("fp-contract=off")
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "kernels/dot.h"
+
+namespace strata::models::avx512 {
+
+namespace {
+inline __m512 bf16x16(const uint16_t* p) {
+  return _mm512_castsi512_ps(
+      _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
+}
+inline __m512d lo_pd(__m512 f) { return _mm512_cvtps_pd(_mm512_castps512_ps256(f)); }
+inline __m512d hi_pd(__m512 f) { return _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f), 1))); }
+}  // namespace
+
+double kv_dot(const float* q, const uint16_t* k, int64_t n) {
+  __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
+  for (int64_t i = 0; i < n; i += 16) {
+    const __m512 kf = bf16x16(k + i), qf = _mm512_loadu_ps(q + i);
+    lo = _mm512_fmadd_pd(lo_pd(qf), lo_pd(kf), lo);
+    hi = _mm512_fmadd_pd(hi_pd(qf), hi_pd(kf), hi);
+  }
+  alignas(64) double l[16];
+  _mm512_store_pd(l, lo);
+  _mm512_store_pd(l + 8, hi);
+  return kernels::fold16(l);
+}
+
+void kv_accumulate(double* acc, double p, const uint16_t* v, int64_t n) {
+  const __m512d pv = _mm512_set1_pd(p);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __m512 vf = bf16x16(v + i);
+    _mm512_storeu_pd(acc + i, _mm512_fmadd_pd(pv, lo_pd(vf), _mm512_loadu_pd(acc + i)));
+    _mm512_storeu_pd(acc + i + 8, _mm512_fmadd_pd(pv, hi_pd(vf), _mm512_loadu_pd(acc + i + 8)));
+  }
+}
+
+}  // namespace strata::models::avx512

@@ -1,0 +1,35 @@
+#include "models/layers/kv_dots.h"
+
+#include "core/numfmt.h"
+#include "kernels/dot.h"
+
+namespace strata::models {
+
+namespace avx512 {
+double kv_dot(const float* q, const uint16_t* k, int64_t n);
+void kv_accumulate(double* acc, double p, const uint16_t* v, int64_t n);
+}  // namespace avx512
+
+namespace {
+
+double kv_dot_scalar(const float* q, const uint16_t* k, int64_t n) {
+  double l[kernels::kDotLanes] = {};
+  for (int64_t i = 0; i < n; i += kernels::kDotLanes)
+    for (int j = 0; j < kernels::kDotLanes; ++j) l[j] = l[j] + double(q[i + j]) * double(bf16_to_f32(k[i + j]));
+  return kernels::fold16(l);
+}
+
+void kv_accumulate_scalar(double* acc, double p, const uint16_t* v, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) acc[i] = acc[i] + p * double(bf16_to_f32(v[i]));
+}
+
+}  // namespace
+
+KvDots kv_dots(Isa isa) {
+  if (isa == Isa::avx512) return {avx512::kv_dot, avx512::kv_accumulate};
+  return {kv_dot_scalar, kv_accumulate_scalar};
+}
+
+KvDots kv_dots() { return kv_dots(active_isa()); }
+
+}  // namespace strata::models

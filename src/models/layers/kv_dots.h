@@ -1,0 +1,24 @@
+// The two inner loops of exact attention over a bf16 K/V cache (Qwen3.5's gated attention):
+// a query row (fp32, bf16 values) · a bf16 key, and a weighted bf16 value row added into fp64
+// sums. Scalar reference and AVX-512 builds give the same bits (tested): the key dot sums its
+// exact fp64 products in the canonical 16-lane order of kernels/dot.h; the value accumulation
+// keeps each element's sum in key order (p is a bf16 value, so p·v is exact in fp64 and a fused
+// multiply-add rounds it as a multiply then an add would).
+#pragma once
+#include <cstdint>
+
+#include "core/cpu.h"
+
+namespace strata::models {
+
+struct KvDots {
+  // Σ q[i]·k[i] over n (n % 16 == 0), unrounded fp64.
+  double (*dot)(const float* q, const uint16_t* k, int64_t n);
+  // acc[i] += p · v[i] for i < n (n % 16 == 0).
+  void (*accumulate)(double* acc, double p, const uint16_t* v, int64_t n);
+};
+
+KvDots kv_dots(Isa isa);
+KvDots kv_dots();  // the active ISA's
+
+}  // namespace strata::models
