@@ -179,6 +179,19 @@ TEST(Qwen35Layers, KvDotsEqualTheirScalarReference) {
       for (auto& x : k) x = f32_to_bf16(nd(rng) * std::ldexp(1.0f, int(rng() % 16) - 8));
       const double d1 = fast.dot(q.data(), k.data(), n), d2 = ref.dot(q.data(), k.data(), n);
       ASSERT_EQ(std::memcmp(&d1, &d2, 8), 0) << n;
+      // several query rows against the key, as a group of heads reads it
+      for (const int64_t G : {1, 3, 4, 8}) {
+        std::vector<float> qs(static_cast<size_t>(G * n));
+        for (auto& x : qs) x = round_bf16(nd(rng));
+        std::vector<double> g1(static_cast<size_t>(G)), g2(g1.size());
+        fast.dots(qs.data(), n, G, k.data(), n, g1.data());
+        ref.dots(qs.data(), n, G, k.data(), n, g2.data());
+        ASSERT_EQ(std::memcmp(g1.data(), g2.data(), g1.size() * 8), 0) << n << " G " << G;
+        for (int64_t g = 0; g < G; ++g) {
+          const double one = ref.dot(qs.data() + g * n, k.data(), n);
+          ASSERT_EQ(std::memcmp(&one, &g2[size_t(g)], 8), 0);
+        }
+      }
       const double p = round_bf16(nd(rng));
       fast.accumulate(a1.data(), p, k.data(), n);
       ref.accumulate(a2.data(), p, k.data(), n);

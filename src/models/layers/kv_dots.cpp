@@ -7,6 +7,7 @@ namespace strata::models {
 
 namespace avx512 {
 double kv_dot(const float* q, const uint16_t* k, int64_t n);
+void kv_dots(const float* q, int64_t qs, int64_t G, const uint16_t* k, int64_t n, double* out);
 void kv_accumulate(double* acc, double p, const uint16_t* v, int64_t n);
 }  // namespace avx512
 
@@ -19,6 +20,10 @@ double kv_dot_scalar(const float* q, const uint16_t* k, int64_t n) {
   return kernels::fold16(l);
 }
 
+void kv_dots_scalar(const float* q, int64_t qs, int64_t G, const uint16_t* k, int64_t n, double* out) {
+  for (int64_t g = 0; g < G; ++g) out[g] = kv_dot_scalar(q + g * qs, k, n);
+}
+
 void kv_accumulate_scalar(double* acc, double p, const uint16_t* v, int64_t n) {
   for (int64_t i = 0; i < n; ++i) acc[i] = acc[i] + p * double(bf16_to_f32(v[i]));
 }
@@ -26,8 +31,8 @@ void kv_accumulate_scalar(double* acc, double p, const uint16_t* v, int64_t n) {
 }  // namespace
 
 KvDots kv_dots(Isa isa) {
-  if (isa == Isa::avx512) return {avx512::kv_dot, avx512::kv_accumulate};
-  return {kv_dot_scalar, kv_accumulate_scalar};
+  if (isa == Isa::avx512) return {avx512::kv_dot, avx512::kv_dots, avx512::kv_accumulate};
+  return {kv_dot_scalar, kv_dots_scalar, kv_accumulate_scalar};
 }
 
 KvDots kv_dots() { return kv_dots(active_isa()); }

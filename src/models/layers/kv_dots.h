@@ -14,6 +14,8 @@ namespace strata::models {
 struct KvDots {
   // Σ q[i]·k[i] over n (n % 16 == 0), unrounded fp64.
   double (*dot)(const float* q, const uint16_t* k, int64_t n);
+  // The same for G query rows q + g·qs against one key (read once): out[g].
+  void (*dots)(const float* q, int64_t qs, int64_t G, const uint16_t* k, int64_t n, double* out);
   // acc[i] += p · v[i] for i < n (n % 16 == 0).
   void (*accumulate)(double* acc, double p, const uint16_t* v, int64_t n);
 };

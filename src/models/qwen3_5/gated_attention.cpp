@@ -13,28 +13,70 @@ namespace strata::qwen35 {
 
 namespace {
 
+// A function of a bf16 value remembered for the values seen since the last clear: attention
+// scores are bf16 values, so a head's exp(z − max) and its weights repeat across the keys
+// (a few thousand distinct scores over 128K keys). Stamps make a clear O(1).
+class Bf16Memo {
+ public:
+  Bf16Memo() : val_(65536), stamp_(65536, 0) {}
+  void clear() {
+    if (++gen_ == 0) std::fill(stamp_.begin(), stamp_.end(), 0u), gen_ = 1;
+  }
+  template <class F>
+  double get(uint16_t key, F&& f) {
+    if (stamp_[key] != gen_) val_[key] = f(), stamp_[key] = gen_;
+    return val_[key];
+  }
+
+ private:
+  std::vector<double> val_;
+  std::vector<uint32_t> stamp_;
+  uint32_t gen_ = 0;
+};
+
 // The query heads q[0..G) (stride qs) that share one KV head, over `visible` keys of the cache,
-// reading each key and value once for the group: o[g] (stride os) in bf16 values. z: [G][visible],
-// acc: [G][D] scratch.
+// reading each key and value once for the group: o[g] (stride os) in bf16 values. zb: [G][visible]
+// scores as bf16 bits, acc: [G][D] scratch.
 void attend_group(const float* q, int64_t qs, int64_t G, const cache::EntryArray& kv, int64_t kv_head,
-                  int64_t kv_heads, int64_t D, int64_t visible, float scale, const models::KvDots& dots, double* z,
+                  int64_t kv_heads, int64_t D, int64_t visible, float scale, const models::KvDots& kd, uint16_t* zb,
                   double* acc, float* o, int64_t os) {
-  std::vector<double> mx(static_cast<size_t>(G), -INFINITY), sum(static_cast<size_t>(G), 0.0);
+  thread_local Bf16Memo e_memo, p_memo;
+  double dots[8];
+  std::vector<double> mx(static_cast<size_t>(G), -INFINITY);
   for (int64_t j = 0; j < visible; ++j) {
     const auto* kj = reinterpret_cast<const uint16_t*>(kv.entry(j)) + kv_head * D;
-    for (int64_t g = 0; g < G; ++g) {
-      const double zj = round_bf16(round_bf16(float(dots.dot(q + g * qs, kj, D))) * scale);
-      z[g * visible + j] = zj;
-      mx[size_t(g)] = std::max(mx[size_t(g)], zj);
+    for (int64_t g0 = 0; g0 < G; g0 += 8) {
+      const int64_t gn = std::min<int64_t>(8, G - g0);
+      kd.dots(q + g0 * qs, qs, gn, kj, D, dots);
+      for (int64_t g = g0; g < g0 + gn; ++g) {
+        const float zj = round_bf16(round_bf16(float(dots[g - g0])) * scale);
+        zb[g * visible + j] = f32_to_bf16(zj);
+        mx[size_t(g)] = std::max(mx[size_t(g)], double(zj));
+      }
     }
   }
-  for (int64_t g = 0; g < G; ++g)
-    for (int64_t j = 0; j < visible; ++j) sum[size_t(g)] += (z[g * visible + j] = std::exp(z[g * visible + j] - mx[size_t(g)]));
+  // Per head: the softmax sum in key order, then each key's weight p (a bf16 value) written
+  // over its score.
+  for (int64_t g = 0; g < G; ++g) {
+    uint16_t* z = zb + g * visible;
+    const double m = mx[size_t(g)];
+    e_memo.clear();
+    const auto e = [&](uint16_t bits) {
+      return e_memo.get(bits, [&] { return std::exp(double(bf16_to_f32(bits)) - m); });
+    };
+    double s = 0.0;
+    for (int64_t j = 0; j < visible; ++j) s += e(z[j]);
+    p_memo.clear();
+    for (int64_t j = 0; j < visible; ++j) {
+      const uint16_t bits = z[j];
+      z[j] = uint16_t(p_memo.get(bits, [&] { return double(f32_to_bf16(float(e(bits) / s))); }));
+    }
+  }
+  // P·V, each value row read once for the group; each element sums in key order.
   std::fill(acc, acc + G * D, 0.0);
   for (int64_t j = 0; j < visible; ++j) {
     const auto* vj = reinterpret_cast<const uint16_t*>(kv.entry(j)) + (kv_heads + kv_head) * D;
-    for (int64_t g = 0; g < G; ++g)
-      dots.accumulate(acc + g * D, double(round_bf16(float(z[g * visible + j] / sum[size_t(g)]))), vj, D);
+    for (int64_t g = 0; g < G; ++g) kd.accumulate(acc + g * D, double(bf16_to_f32(zb[g * visible + j])), vj, D);
   }
   for (int64_t g = 0; g < G; ++g)
     for (int64_t i = 0; i < D; ++i) o[g * os + i] = round_bf16(float(acc[g * D + i]));
@@ -84,11 +126,16 @@ void gated_attention(const Config& c, const AttentionWeights& w, const models::R
   for (const Segment& s : segs) {
     const int64_t r0 = row;
     kernels::parallel_for(s.rows * KV, 1, [&](int64_t b, int64_t e) {
-      std::vector<double> z(static_cast<size_t>(group * (s.pos0 + s.rows))), acc(static_cast<size_t>(group * D));
+      // Scratch kept per thread: at long context z is megabytes, and a fresh allocation each
+      // call costs its page faults (slow on these VMs) and its zeroing.
+      thread_local std::vector<uint16_t> zb;
+      thread_local std::vector<double> acc;
+      if (zb.size() < size_t(group * (s.pos0 + s.rows))) zb.resize(size_t(group * (s.pos0 + s.rows)));
+      if (acc.size() < size_t(group * D)) acc.resize(size_t(group * D));
       for (int64_t i = b; i < e; ++i) {
         const int64_t t = i / KV, kvh = i % KV, r = r0 + t, h0 = kvh * group;
         attend_group(qg.data() + (r * H + h0) * 2 * D, 2 * D, group, s.layer->kv, kvh, KV, D, s.pos0 + t + 1, scale,
-                     dots, z.data(), acc.data(), o.data() + (r * H + h0) * D, D);
+                     dots, zb.data(), acc.data(), o.data() + (r * H + h0) * D, D);
       }
     });
     row += s.rows;

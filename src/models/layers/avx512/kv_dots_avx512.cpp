@@ -31,6 +31,40 @@ double kv_dot(const float* q, const uint16_t* k, int64_t n) {
   return kernels::fold16(l);
 }
 
+namespace {
+// kernels::fold16 on lanes lo (0-7) and hi (8-15) in registers: the same additions, operand for
+// operand (l[i] + l[i+8], then + l[i+4], + l[i+2], + l[i+1]).
+inline double fold16(__m512d lo, __m512d hi) {
+  const __m512d a = _mm512_add_pd(lo, hi);
+  const __m256d b = _mm256_add_pd(_mm512_castpd512_pd256(a), _mm512_extractf64x4_pd(a, 1));
+  const __m128d c = _mm_add_pd(_mm256_castpd256_pd128(b), _mm256_extractf128_pd(b, 1));
+  return _mm_cvtsd_f64(_mm_add_sd(c, _mm_unpackhi_pd(c, c)));
+}
+
+template <int G>
+void dots_fixed(const float* q, int64_t qs, const uint16_t* k, int64_t n, double* out) {
+  __m512d lo[G], hi[G];
+  for (int g = 0; g < G; ++g) lo[g] = hi[g] = _mm512_setzero_pd();
+  for (int64_t i = 0; i < n; i += 16) {
+    const __m512 kf = bf16x16(k + i);
+    const __m512d kl = lo_pd(kf), kh = hi_pd(kf);
+    for (int g = 0; g < G; ++g) {
+      const __m512 qf = _mm512_loadu_ps(q + g * qs + i);
+      lo[g] = _mm512_fmadd_pd(lo_pd(qf), kl, lo[g]);
+      hi[g] = _mm512_fmadd_pd(hi_pd(qf), kh, hi[g]);
+    }
+  }
+  for (int g = 0; g < G; ++g) out[g] = fold16(lo[g], hi[g]);
+}
+}  // namespace
+
+void kv_dots(const float* q, int64_t qs, int64_t G, const uint16_t* k, int64_t n, double* out) {
+  int64_t g = 0;
+  for (; g + 4 <= G; g += 4) dots_fixed<4>(q + g * qs, qs, k, n, out + g);
+  for (; g + 2 <= G; g += 2) dots_fixed<2>(q + g * qs, qs, k, n, out + g);
+  for (; g < G; ++g) dots_fixed<1>(q + g * qs, qs, k, n, out + g);
+}
+
 void kv_accumulate(double* acc, double p, const uint16_t* v, int64_t n) {
   const __m512d pv = _mm512_set1_pd(p);
   for (int64_t i = 0; i < n; i += 16) {
