@@ -10,8 +10,11 @@
 //    model's default effort, "max" adds DeepSeek's Think-Max prompt; a chat template gets the
 //    value as `reasoning_effort`).
 //  - "chat_template_kwargs": passed to a chat template as variables.
-//  - "tools" / "tool_choice": "none" leaves the tools out of the prompt; "auto", "required" and
-//    a named function put them in (the choice is not enforced by constrained decoding).
+//  - "tools" / "tool_choice": "none" leaves the tools out of the prompt, "auto" puts them in;
+//    "required" and a named function are 400s (nothing could enforce them without constrained
+//    decoding).
+// Fields strata does not act on are 400s naming them (unsupported_fields.h); "logit_bias" ids
+// are checked against the vocabulary here.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -48,6 +51,8 @@ struct ApiRequest {
   bool stream = false, include_usage = false;
   bool thinking = false;  // chat: the model's output starts inside its reasoning (the prompt opened it)
   int top_logprobs = -1;  // -1: no logprobs; otherwise alternatives per token (0 = sampled only)
+  bool echo = false;                     // completions: each choice's text starts with its prompt
+  std::vector<std::string> prompt_texts;  // with echo: the text of each prompt
 
   size_t choices() const { return prompts.size() * size_t(n); }
   // Choice c = prompt (c / n), sample (c % n). With a seed, sample j uses seed + j, so n > 1

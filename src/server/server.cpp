@@ -157,7 +157,8 @@ void Server::handle_completion(Endpoint ep, const httplib::Request& req, httplib
   meta.top_logprobs = r.top_logprobs;
 
   auto ex = std::make_shared<Exchange>();
-  for (size_t c = 0; c < r.choices(); ++c) ex->choices.emplace_back(*opt_.model.tokenizer, meta, c);
+  for (size_t c = 0; c < r.choices(); ++c)
+    ex->choices.emplace_back(*opt_.model.tokenizer, meta, c, r.echo ? r.prompt_texts[r.prompt_of(c)] : std::string());
   ex->started.assign(r.choices(), false);
   ++active_;
   auto release = [this, ex](bool cancel) {
