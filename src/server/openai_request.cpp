@@ -13,17 +13,6 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-ojson parse_body(std::string_view body) {
-  ojson j;
-  try {
-    j = ojson::parse(body.begin(), body.end());
-  } catch (const nlohmann::json::exception& e) {
-    // nlohmann's message names the byte offset, which is what a client needs to find it
-    throw bad_request(std::string("We could not parse the JSON body of your request: ") + e.what());
-  }
-  if (!j.is_object()) throw bad_request("The request body must be a JSON object.");
-  return j;
-}
 
 const ojson* field(const ojson& j, const char* name) {
   auto it = j.find(name);
@@ -160,6 +149,18 @@ void check_effort(const std::string& e) {
 
 }  // namespace
 
+ojson parse_json_body(std::string_view body) {
+  ojson j;
+  try {
+    j = ojson::parse(body.begin(), body.end());
+  } catch (const nlohmann::json::exception& e) {
+    // nlohmann's message names the byte offset, which is what a client needs to find it
+    throw bad_request(std::string("We could not parse the JSON body of your request: ") + e.what());
+  }
+  if (!j.is_object()) throw bad_request("The request body must be a JSON object.");
+  return j;
+}
+
 SamplingParams ApiRequest::sampling_for(size_t choice) const {
   SamplingParams p = sampling;
   if (p.seed) p.seed = *p.seed + uint64_t(choice % size_t(n));
@@ -168,7 +169,7 @@ SamplingParams ApiRequest::sampling_for(size_t choice) const {
 }
 
 ApiRequest parse_chat_request(std::string_view body, const ModelInfo& m) {
-  ojson j = parse_body(body);
+  ojson j = parse_json_body(body);
   ApiRequest r;
   r.endpoint = Endpoint::chat;
   common_fields(j, r, m);
@@ -259,7 +260,7 @@ ApiRequest parse_chat_request(std::string_view body, const ModelInfo& m) {
 }
 
 ApiRequest parse_completion_request(std::string_view body, const ModelInfo& m) {
-  ojson j = parse_body(body);
+  ojson j = parse_json_body(body);
   ApiRequest r;
   r.endpoint = Endpoint::completions;
   common_fields(j, r, m);

@@ -21,6 +21,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/sampling_params.h"
 
 namespace strata {
@@ -60,6 +62,9 @@ struct ApiRequest {
   SamplingParams sampling_for(size_t choice) const;
   size_t prompt_of(size_t choice) const { return choice / size_t(n); }
 };
+
+// A request body as a JSON object; a 400 ApiError when it is not one.
+nlohmann::ordered_json parse_json_body(std::string_view body);
 
 ApiRequest parse_chat_request(std::string_view body, const ModelInfo& model);
 ApiRequest parse_completion_request(std::string_view body, const ModelInfo& model);
