@@ -66,6 +66,7 @@ class ChoiceBuilder {
   int64_t prompt_tokens() const { return prompt_tokens_; }
   int64_t completion_tokens() const { return completion_tokens_; }
   int64_t cached_tokens() const { return cached_tokens_; }
+  const char* finish_reason() const { return finish_reason_; }  // null until a clean finish
 
   // Non-streaming choice: chat {"index","message","logprobs","finish_reason"} or completion
   // {"index","text","logprobs","finish_reason"}.
