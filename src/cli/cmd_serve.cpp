@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <thread>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/preload.h"
@@ -18,6 +19,7 @@
 #include "core/process_stats.h"
 #include "engine/engine.h"
 #include "models/registry.h"
+#include "server/cors.h"
 #include "server/server.h"
 #include "text/chat_format.h"
 #include "text/tokenizer.h"
@@ -35,6 +37,9 @@ struct ServeOpts {
   int spec_tokens = -1;  // -1: not given
   std::string indexer_cache = "fp8";
   bool preload = false, mlock = false;
+  std::vector<std::string> cors_origins;
+  bool metrics_public = false;
+  std::string log_format = "text";
 };
 
 class EngineBackend final : public server::Backend {
@@ -58,6 +63,7 @@ void run_serve(const ServeOpts& o) {
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
+  server::CorsPolicy{o.cors_origins};  // a bad origin is an error before the model loads
   const auto t_start = std::chrono::steady_clock::now();
   std::shared_ptr<const models::Model> model = models::load_model(o.model);
   // Read in (in 2 MB pages where the kernel allows), then pinned with --mlock.
@@ -89,6 +95,9 @@ void run_serve(const ServeOpts& o) {
   so.port = o.port;
   so.api_key = o.api_key;
   so.max_body_bytes = o.max_body_bytes;
+  so.cors_origins = o.cors_origins;
+  so.metrics_public = o.metrics_public;
+  so.log_format = server::parse_log_format(o.log_format);
   // One handler thread per request the engine can hold, plus room for /metrics and /health.
   so.http_threads = o.http_threads > 0 ? o.http_threads : int(std::min<size_t>(o.max_queue + size_t(o.max_running), 1024)) + 8;
   so.model.id = o.model_name.empty() ? std::filesystem::path(o.model).filename().string() : o.model_name;
@@ -100,6 +109,12 @@ void run_serve(const ServeOpts& o) {
   server::Server srv(backend, so);
   const int port = srv.bind();
   std::fprintf(stderr, "strata serve: model %s, listening on http://%s:%d\n", so.model.id.c_str(), o.host.c_str(), port);
+  if (!o.cors_origins.empty()) {
+    std::string list;
+    for (const auto& origin : o.cors_origins) list += (list.empty() ? "" : ", ") + origin;
+    std::fprintf(stderr, "strata serve: CORS allows %s\n", list.c_str());
+  }
+  if (o.metrics_public && !o.api_key.empty()) std::fprintf(stderr, "strata serve: /metrics needs no API key\n");
   {
     // Start-up cost: pages of the checkpoint are paid for when touched (at once with
     // --preload / --mlock, else by the first requests).
@@ -163,6 +178,15 @@ AutoRegister reg([](CLI::App& app) {
       ->check(CLI::Range(0, 16));
   c->add_option("--http-threads", o->http_threads, "HTTP handler threads (0 = max-queue + max-running + 8)");
   c->add_option("--shutdown-timeout", o->shutdown_timeout, "seconds to let requests finish after SIGINT/SIGTERM")
+      ->capture_default_str();
+  c->add_option("--cors-origin", o->cors_origins,
+                "let web pages from ORIGIN (e.g. http://localhost:3000; repeatable; * = any) call the API from a "
+                "browser; without it no CORS headers are sent and OPTIONS is 405")
+      ->expected(1)
+      ->take_all();
+  c->add_flag("--metrics-public", o->metrics_public, "serve /metrics without the API key (the API still needs it)");
+  c->add_option("--log-format", o->log_format, "one stderr line per request and per error: text, json or off")
+      ->check(CLI::IsMember({"text", "json", "off"}))
       ->capture_default_str();
   c->callback([o] { run_serve(*o); });
 });

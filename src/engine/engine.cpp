@@ -472,7 +472,7 @@ void Engine::Impl::plan_drafts(const StepPlan& plan, std::vector<int64_t>& left)
     if (prefix) k = std::min(k, (c0 / layout.block_tokens + 1) * layout.block_tokens - c0 - 1);
     // The pool first: no drafting for tokens it could not hold.
     if (k <= 0 || !pool->reserve(r.pool, c0 + 1 + k)) continue;  // drafts never evict prefix checkpoints
-    jobs.push_back({&*r.state, r.tokens.back(), int(k), {}});
+    jobs.push_back({&*r.state, r.tokens.back(), int(k), {}, &r.sampler.params().logit_bias});
     who.push_back(i);
     spare -= k;
   }

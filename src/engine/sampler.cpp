@@ -25,6 +25,7 @@ Sampler::Sampler(SamplingParams params, int32_t vocab_size, uint64_t request_id,
   params_.validate();
   if (vocab_size_ <= 0) throw Error("sampler: vocabulary size must be positive");
   for (int32_t t : params_.stop_token_ids) check_token(t, "stop_token_ids");
+  for (const auto& [t, b] : params_.logit_bias) check_token(t, "logit_bias");
   for (int32_t t : eos_) check_token(t, "EOS token");
   for (int32_t t : prompt_tokens) check_token(t, "prompt");
   history_.add_prompt(prompt_tokens);
@@ -45,12 +46,15 @@ SampleResult Sampler::sample(std::span<const float> logits, SamplingScratch& s) 
   if (logits.size() != size_t(vocab_size_))
     throw Error("sampler: got " + std::to_string(logits.size()) + " logits for a vocabulary of " +
                 std::to_string(vocab_size_));
-  // Penalties touch only seen tokens but must not modify the caller's logits (raw logprobs
-  // are computed from them), so they work on a copy, made only when a penalty is set.
+  // Bias and penalties touch few tokens but must not modify the caller's logits (raw logprobs
+  // are computed from them), so they work on a copy, made only when one of them is set.
+  // The bias comes first (vLLM's order, logit_bias.h).
   std::span<const float> work = logits;
-  if (penalties_active(params_)) {
+  const bool biased = !params_.logit_bias.empty(), penalized = penalties_active(params_);
+  if (biased || penalized) {
     s.logits.assign(logits.begin(), logits.end());
-    apply_penalties(s.logits, history_, params_);
+    if (biased) apply_logit_bias(s.logits, params_.logit_bias);
+    if (penalized) apply_penalties(s.logits, history_, params_);
     work = s.logits;
   }
 
@@ -118,6 +122,7 @@ Sampler Sampler::from_json(const nlohmann::json& j) {
     s.eos_ = j.at("eos_token_ids").get<std::vector<int32_t>>();
     if (s.vocab_size_ <= 0) throw Error("sampler state: vocabulary size must be positive");
     for (int32_t t : s.params_.stop_token_ids) s.check_token(t, "stop_token_ids");
+    for (const auto& [t, b] : s.params_.logit_bias) s.check_token(t, "logit_bias");
     for (int32_t t : s.eos_) s.check_token(t, "EOS token");
     for (int32_t t : j.at("prompt_tokens").get<std::vector<int32_t>>()) {
       s.check_token(t, "sampler state prompt");

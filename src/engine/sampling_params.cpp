@@ -44,6 +44,7 @@ void SamplingParams::validate() const {
     if (t < 0) throw Error("stop_token_ids must not contain negative ids");
   if (logprobs && !(*logprobs >= 0 && *logprobs <= kMaxLogprobs))
     throw Error("logprobs must be in [0, 20]");
+  validate_logit_bias(logit_bias);
 }
 
 void to_json(nlohmann::json& j, const SamplingParams& p) {
@@ -60,7 +61,8 @@ void to_json(nlohmann::json& j, const SamplingParams& p) {
                      {"ignore_eos", p.ignore_eos},
                      {"seed", nullptr},
                      {"logprobs", nullptr},
-                     {"logprobs_mode", mode_name(p.logprobs_mode)}};
+                     {"logprobs_mode", mode_name(p.logprobs_mode)},
+                     {"logit_bias", logit_bias_to_json(p.logit_bias)}};
   if (p.max_tokens) j["max_tokens"] = *p.max_tokens;
   if (p.seed) j["seed"] = *p.seed;
   if (p.logprobs) j["logprobs"] = *p.logprobs;
@@ -125,6 +127,7 @@ void from_json(const nlohmann::json& j, SamplingParams& p) {
     else if (m == "processed") p.logprobs_mode = LogprobsMode::processed;
     else throw Error("logprobs_mode must be \"raw\" or \"processed\"");
   }
+  if (auto v = field("logit_bias")) p.logit_bias = logit_bias_from_json(*v);
   p.validate();
 }
 

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "engine/logit_bias.h"
+
 namespace strata {
 
 // Which distribution reported logprobs come from. vLLM (v1) defaults to the raw model output,
@@ -34,6 +36,7 @@ struct SamplingParams {
   std::optional<uint64_t> seed;       // none = derived from the request id
   std::optional<int> logprobs;        // top-N alternatives, [0, 20]; 0 = sampled token only
   LogprobsMode logprobs_mode = LogprobsMode::raw;
+  LogitBias logit_bias;               // token id -> bias in [-100, 100]; ids checked by the Sampler
 
   bool greedy() const { return temperature == 0.0; }
 

@@ -88,11 +88,13 @@ void MtpDrafter::sync_batch(const std::vector<SyncJob>& jobs) const {
     job.state->mtp_hidden.assign(job.hidden + (job.n - 1) * hcd, job.hidden + job.n * hcd);
 }
 
-std::vector<int64_t> MtpDrafter::draft(models::Sequence& st, int64_t pending, int k, int64_t vocab_limit) const {
+std::vector<int64_t> MtpDrafter::draft(models::Sequence& st, int64_t pending, int k, int64_t vocab_limit,
+                                       const LogitBias* bias) const {
   std::vector<DraftJob> jobs(1);
   jobs[0].state = &st;
   jobs[0].pending = pending;
   jobs[0].k = k;
+  jobs[0].bias = bias;
   draft_batch(jobs, vocab_limit);
   return std::move(jobs[0].drafts);
 }
@@ -140,8 +142,11 @@ void MtpDrafter::draft_batch(std::vector<DraftJob>& jobs, int64_t vocab_limit) c
     m_.mtp_forward_batch(items);
     for (size_t b = 0; b < items.size(); ++b) {
       Run& r = *who[b];
-      const auto& logits = items[b].out;
+      auto& logits = items[b].out;
       const size_t n = size_t(std::min<int64_t>(vocab_limit, int64_t(logits.size())));
+      if (r.job->bias)
+        for (const auto& [id, bias] : *r.job->bias)
+          if (size_t(id) < n) logits[size_t(id)] += float(bias);
       r.tok = first_max_index(std::span<const float>(logits.data(), n));  // ties: lowest id
       r.job->drafts.push_back(r.tok);
       r.h.swap(items[b].streams);

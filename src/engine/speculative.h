@@ -19,6 +19,7 @@
 #include <span>
 #include <vector>
 
+#include "engine/logit_bias.h"
 #include "models/model.h"
 
 namespace strata {
@@ -83,9 +84,11 @@ class MtpDrafter {
   // at the first new position: drafts are worse for a window, outputs are not affected.
   void sync(models::Sequence& st, const int64_t* ids, int64_t n, const float* hidden) const;
   // Drafts k tokens to follow `pending` (the token at position st.pos), greedy over rows
-  // [0, vocab_limit); the MTP's state is unchanged afterwards. None when the MTP is not in
-  // step (nothing synced yet).
-  std::vector<int64_t> draft(models::Sequence& st, int64_t pending, int k, int64_t vocab_limit) const;
+  // [0, vocab_limit) after the request's logit bias, if any (the target samples with it, so
+  // unbiased drafts of a banned or forced token would be rejected); the MTP's state is
+  // unchanged afterwards. None when the MTP is not in step (nothing synced yet).
+  std::vector<int64_t> draft(models::Sequence& st, int64_t pending, int k, int64_t vocab_limit,
+                             const LogitBias* bias = nullptr) const;
   // Several requests' drafts at once: draft step i runs the MTP block once for every request
   // still drafting (k > i), so the head and each routed expert are read once per step for
   // all of them (per request, a batch of 8 read V4-Flash's 1 GB head 8 times per drafted token).
@@ -95,6 +98,7 @@ class MtpDrafter {
     int64_t pending = 0;
     int k = 0;
     std::vector<int64_t> drafts;  // out
+    const LogitBias* bias = nullptr;  // the request's logit bias (none: null or empty)
   };
   void draft_batch(std::vector<DraftJob>& jobs, int64_t vocab_limit) const;
   // sync() for several requests in one MTP pass (each weight read once for all of them).

@@ -38,4 +38,12 @@ ApiError internal_error(std::string message) {
   return ApiError(500, std::move(message), "server_error", "", "internal_error");
 }
 
+ApiError unsupported_parameter(std::string param, std::string message) {
+  return ApiError(400, std::move(message), "invalid_request_error", std::move(param), "unsupported_parameter");
+}
+
+ApiError unsupported_value(std::string param, std::string message) {
+  return ApiError(400, std::move(message), "invalid_request_error", std::move(param), "unsupported_value");
+}
+
 }  // namespace strata::server

@@ -31,5 +31,9 @@ ApiError payload_too_large(size_t limit);
 ApiError queue_full();
 ApiError shutting_down_error();
 ApiError internal_error(std::string message);
+// 400s for what strata does not do, with OpenAI's codes: a parameter it has no support for at
+// all, and a value of a parameter it otherwise accepts.
+ApiError unsupported_parameter(std::string param, std::string message);
+ApiError unsupported_value(std::string param, std::string message);
 
 }  // namespace strata::server

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "server/api_error.h"
+#include "server/unsupported_fields.h"
 #include "text/chat_format.h"
 #include "text/tokenizer.h"
 
@@ -12,17 +13,6 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-ojson parse_body(std::string_view body) {
-  ojson j;
-  try {
-    j = ojson::parse(body.begin(), body.end());
-  } catch (const nlohmann::json::exception& e) {
-    // nlohmann's message names the byte offset, which is what a client needs to find it
-    throw bad_request(std::string("We could not parse the JSON body of your request: ") + e.what());
-  }
-  if (!j.is_object()) throw bad_request("The request body must be a JSON object.");
-  return j;
-}
 
 const ojson* field(const ojson& j, const char* name) {
   auto it = j.find(name);
@@ -59,10 +49,10 @@ std::string check_model(const ojson& j, const ModelInfo& m) {
 
 // The OpenAI sampling fields that SamplingParams reads, copied so that endpoint-specific
 // fields with the same name (chat's boolean "logprobs") never reach it.
-SamplingParams parse_sampling(const ojson& j, const char* max_tokens_field) {
+SamplingParams parse_sampling(const ojson& j, const char* max_tokens_field, const ModelInfo& m) {
   nlohmann::json s = nlohmann::json::object();
   for (const char* k : {"temperature", "top_p", "top_k", "min_p", "repetition_penalty", "presence_penalty",
-                        "frequency_penalty", "stop", "seed", "ignore_eos", "stop_token_ids"})
+                        "frequency_penalty", "stop", "seed", "ignore_eos", "stop_token_ids", "logit_bias"})
     if (const ojson* v = field(j, k)) s[k] = nlohmann::json::parse(v->dump());
   if (const ojson* v = field(j, max_tokens_field)) s["max_tokens"] = nlohmann::json::parse(v->dump());
   SamplingParams p;
@@ -75,6 +65,12 @@ SamplingParams parse_sampling(const ojson& j, const char* max_tokens_field) {
     if (param == "max_tokens") param = max_tokens_field;
     throw bad_request(msg, s.contains(param) || param == max_tokens_field ? param : "");
   }
+  // Here rather than in the engine, so that the client learns which field holds the bad id.
+  for (const auto& [id, bias] : p.logit_bias)
+    if (id >= m.vocab_size)
+      throw bad_request("logit_bias names token " + std::to_string(id) + ", outside the vocabulary (valid ids are 0 to " +
+                            std::to_string(m.vocab_size - 1) + ").",
+                        "logit_bias", "invalid_token_id");
   return p;
 }
 
@@ -86,6 +82,7 @@ void common_fields(const ojson& j, ApiRequest& r, const ModelInfo& m) {
       throw bad_request("'n' must be between 1 and " + std::to_string(m.max_n) + ".", "n");
     r.n = int(n);
   }
+  check_unsupported_fields(j, r.endpoint, r.n);
   r.stream = get_bool(j, "stream", false);
   if (const ojson* v = field(j, "stream_options")) {
     if (!v->is_object()) throw bad_request("'stream_options' must be an object.", "stream_options");
@@ -136,12 +133,33 @@ void normalize_content(ojson& msg, size_t i) {
   *it = text;
 }
 
+// Without constrained decoding the model may answer in prose, so a forced tool call would be a
+// promise the server cannot keep.
+ApiError tool_choice_not_enforced(const std::string& what) {
+  return unsupported_value("tool_choice", "'tool_choice': " + what +
+                                              " cannot be enforced: strata does not constrain decoding, so the "
+                                              "model may answer without calling a tool. Use \"auto\" (the tools "
+                                              "are in the prompt) and check the reply for tool_calls.");
+}
+
 void check_effort(const std::string& e) {
   if (e != "minimal" && e != "low" && e != "medium" && e != "high" && e != "max")
     throw bad_request("'reasoning_effort' must be one of low, medium, high, max.", "reasoning_effort");
 }
 
 }  // namespace
+
+ojson parse_json_body(std::string_view body) {
+  ojson j;
+  try {
+    j = ojson::parse(body.begin(), body.end());
+  } catch (const nlohmann::json::exception& e) {
+    // nlohmann's message names the byte offset, which is what a client needs to find it
+    throw bad_request(std::string("We could not parse the JSON body of your request: ") + e.what());
+  }
+  if (!j.is_object()) throw bad_request("The request body must be a JSON object.");
+  return j;
+}
 
 SamplingParams ApiRequest::sampling_for(size_t choice) const {
   SamplingParams p = sampling;
@@ -151,7 +169,7 @@ SamplingParams ApiRequest::sampling_for(size_t choice) const {
 }
 
 ApiRequest parse_chat_request(std::string_view body, const ModelInfo& m) {
-  ojson j = parse_body(body);
+  ojson j = parse_json_body(body);
   ApiRequest r;
   r.endpoint = Endpoint::chat;
   common_fields(j, r, m);
@@ -183,6 +201,7 @@ ApiRequest parse_chat_request(std::string_view body, const ModelInfo& m) {
       if (c == "none") tools = nullptr;
       else if (c == "required" && tools.is_null())
         throw bad_request("'tool_choice' is required but no tools were given.", "tool_choice");
+      else if (c == "required") throw tool_choice_not_enforced("\"required\"");
     } else if (tc->is_object()) {
       std::string name = tc->contains("function") && (*tc)["function"].is_object()
                              ? (*tc)["function"].value("name", "")
@@ -191,6 +210,7 @@ ApiRequest parse_chat_request(std::string_view body, const ModelInfo& m) {
       if (!tools.is_null())
         for (const auto& tool : tools) found = found || tool["function"]["name"] == name;
       if (!found) throw bad_request("'tool_choice' names a function that is not in 'tools'.", "tool_choice");
+      throw tool_choice_not_enforced("a named function");
     } else {
       throw bad_request("'tool_choice' must be a string or an object.", "tool_choice");
     }
@@ -212,7 +232,7 @@ ApiRequest parse_chat_request(std::string_view body, const ModelInfo& m) {
   }
   ro.thinking = get_bool(j, "thinking", thinking);
 
-  r.sampling = parse_sampling(j, field(j, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens");
+  r.sampling = parse_sampling(j, field(j, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens", m);
   const bool logprobs = get_bool(j, "logprobs", false);
   if (const ojson* v = field(j, "top_logprobs")) {
     int64_t k = get_int(*v, "top_logprobs");
@@ -240,7 +260,7 @@ ApiRequest parse_chat_request(std::string_view body, const ModelInfo& m) {
 }
 
 ApiRequest parse_completion_request(std::string_view body, const ModelInfo& m) {
-  ojson j = parse_body(body);
+  ojson j = parse_json_body(body);
   ApiRequest r;
   r.endpoint = Endpoint::completions;
   common_fields(j, r, m);
@@ -284,13 +304,25 @@ ApiRequest parse_completion_request(std::string_view body, const ModelInfo& m) {
   if (r.prompts.size() * size_t(r.n) > size_t(m.max_n))
     throw bad_request("Too many choices: prompts x n must be at most " + std::to_string(m.max_n) + ".", "n");
 
-  r.sampling = parse_sampling(j, "max_tokens");
+  r.sampling = parse_sampling(j, "max_tokens", m);
   if (!field(j, "max_tokens")) r.sampling.max_tokens = 16;  // OpenAI's default for completions
   if (const ojson* v = field(j, "logprobs")) {
     int64_t k = get_int(*v, "logprobs");
     if (k < 0 || k > kMaxLogprobs)
       throw bad_request("'logprobs' must be between 0 and " + std::to_string(kMaxLogprobs) + ".", "logprobs");
     r.top_logprobs = int(k);
+  }
+  r.echo = get_bool(j, "echo", false);
+  if (r.echo && r.top_logprobs >= 0)
+    throw unsupported_value("echo", "'echo' together with 'logprobs' is not supported: the prompt's logprobs "
+                                    "are not computed.");
+  if (r.echo) {
+    // A text prompt is echoed as sent; token ids as their text.
+    if (p->is_string()) r.prompt_texts.push_back(p->get<std::string>());
+    else if (p->is_array() && (*p)[0].is_number()) r.prompt_texts.push_back(m.tokenizer->decode(r.prompts[0]));
+    else
+      for (size_t i = 0; i < p->size(); ++i)
+        r.prompt_texts.push_back((*p)[i].is_string() ? (*p)[i].get<std::string>() : m.tokenizer->decode(r.prompts[i]));
   }
   check_context(r, m, "prompt", "max_tokens");
   return r;

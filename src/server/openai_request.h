@@ -10,13 +10,18 @@
 //    model's default effort, "max" adds DeepSeek's Think-Max prompt; a chat template gets the
 //    value as `reasoning_effort`).
 //  - "chat_template_kwargs": passed to a chat template as variables.
-//  - "tools" / "tool_choice": "none" leaves the tools out of the prompt; "auto", "required" and
-//    a named function put them in (the choice is not enforced by constrained decoding).
+//  - "tools" / "tool_choice": "none" leaves the tools out of the prompt, "auto" puts them in;
+//    "required" and a named function are 400s (nothing could enforce them without constrained
+//    decoding).
+// Fields strata does not act on are 400s naming them (unsupported_fields.h); "logit_bias" ids
+// are checked against the vocabulary here.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "engine/sampling_params.h"
 
@@ -48,6 +53,8 @@ struct ApiRequest {
   bool stream = false, include_usage = false;
   bool thinking = false;  // chat: the model's output starts inside its reasoning (the prompt opened it)
   int top_logprobs = -1;  // -1: no logprobs; otherwise alternatives per token (0 = sampled only)
+  bool echo = false;                     // completions: each choice's text starts with its prompt
+  std::vector<std::string> prompt_texts;  // with echo: the text of each prompt
 
   size_t choices() const { return prompts.size() * size_t(n); }
   // Choice c = prompt (c / n), sample (c % n). With a seed, sample j uses seed + j, so n > 1
@@ -55,6 +62,9 @@ struct ApiRequest {
   SamplingParams sampling_for(size_t choice) const;
   size_t prompt_of(size_t choice) const { return choice / size_t(n); }
 };
+
+// A request body as a JSON object; a 400 ApiError when it is not one.
+nlohmann::ordered_json parse_json_body(std::string_view body);
 
 ApiRequest parse_chat_request(std::string_view body, const ModelInfo& model);
 ApiRequest parse_completion_request(std::string_view body, const ModelInfo& model);

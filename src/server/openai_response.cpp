@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <random>
+#include <utility>
 
 #include "core/error.h"
 #include "text/tokenizer.h"
@@ -28,8 +29,8 @@ std::string new_id(const char* prefix) {
   return id;
 }
 
-ChoiceBuilder::ChoiceBuilder(const Tokenizer& tok, const ResponseMeta& meta, size_t index)
-    : tok_(tok), meta_(meta), index_(index) {
+ChoiceBuilder::ChoiceBuilder(const Tokenizer& tok, const ResponseMeta& meta, size_t index, std::string echo)
+    : tok_(tok), meta_(meta), index_(index), content_(echo), echo_(std::move(echo)) {
   if (meta_.endpoint == Endpoint::chat) {
     if (!meta_.chat_format) throw Error("a chat response needs the model's chat format");
     parser_ = meta_.chat_format->parser(meta_.thinking);
@@ -124,6 +125,7 @@ ChoiceDelta ChoiceBuilder::add(const engine::Event& ev) {
   parse(ev.text, d, clean_end);
   reasoning_ += d.reasoning;
   content_ += d.content;
+  if (!echo_.empty()) d.content.insert(0, std::exchange(echo_, {}));  // already in content_
   if (last) {
     finished_ = true;
     cancelled_ = ev.cancelled;

@@ -50,7 +50,8 @@ struct ChoiceDelta {
 
 class ChoiceBuilder {
  public:
-  ChoiceBuilder(const Tokenizer& tok, const ResponseMeta& meta, size_t index);
+  // `echo` (completions with "echo": true): text the choice starts with, sent with its first delta.
+  ChoiceBuilder(const Tokenizer& tok, const ResponseMeta& meta, size_t index, std::string echo = {});
   ChoiceBuilder(ChoiceBuilder&&) noexcept;
   ~ChoiceBuilder();
 
@@ -65,6 +66,7 @@ class ChoiceBuilder {
   int64_t prompt_tokens() const { return prompt_tokens_; }
   int64_t completion_tokens() const { return completion_tokens_; }
   int64_t cached_tokens() const { return cached_tokens_; }
+  const char* finish_reason() const { return finish_reason_; }  // null until a clean finish
 
   // Non-streaming choice: chat {"index","message","logprobs","finish_reason"} or completion
   // {"index","text","logprobs","finish_reason"}.
@@ -81,6 +83,7 @@ class ChoiceBuilder {
   std::unique_ptr<ChatOutputParser> parser_;  // chat only
   bool raw_ = false;                           // the parser rejected the output: pass text through
   std::string reasoning_, content_;
+  std::string echo_;  // not yet sent
   std::vector<ToolCall> tool_calls_;
   std::vector<std::string> tool_call_ids_;
   ojson logprobs_;  // accumulated (chat: content array; completion: four parallel arrays)

@@ -7,22 +7,20 @@
 #include <ctime>
 #include <deque>
 #include <mutex>
+#include <optional>
 
 #include "core/error.h"
 #include "server/api_error.h"
 #include "server/openai_response.h"
+#include "server/tokenize_endpoint.h"
 
 namespace strata::server {
 namespace {
 
-void send_error(httplib::Response& res, const ApiError& e) {
-  res.status = e.status;
-  res.set_content(dump_json(e.to_json()), "application/json");
-}
-
 // Routes become metric labels; anything else is "other" so a scanner cannot grow the label set.
 std::string route_label(const std::string& path) {
-  for (const char* r : {"/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/metrics"})
+  for (const char* r : {"/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/metrics", "/tokenize",
+                        "/detokenize"})
     if (path == r) return r;
   if (path.rfind("/v1/models/", 0) == 0) return "/v1/models/{id}";
   return "other";
@@ -46,6 +44,10 @@ struct Server::Exchange {
   std::vector<bool> started;  // a chunk was sent for the choice (the first carries the role)
   size_t finished = 0;
   bool released = false;  // the server is done with it (counted out of active_)
+  // Handler thread only:
+  std::optional<std::chrono::steady_clock::time_point> first_token;
+  std::vector<std::string> stream_errors;  // engine errors sent as SSE error events
+  bool done = false;                       // the whole answer was written
 
   // Waits up to `timeout` for events; returns them (possibly none).
   std::deque<std::pair<size_t, engine::Event>> take(std::chrono::milliseconds timeout) {
@@ -57,8 +59,18 @@ struct Server::Exchange {
   }
 };
 
+// What a request's log line needs beyond the HTTP request and response.
+struct Server::Trace {
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  std::string id = new_id("req-");       // a completion's own id once it has one
+  std::shared_ptr<Exchange> ex;          // completions that reached the engine
+  size_t n = 1;                          // choices per prompt
+  std::optional<ApiError> error;         // the error answered
+};
+
 Server::Server(Backend& backend, ServerOptions options)
-    : backend_(backend), opt_(std::move(options)), http_(std::make_unique<httplib::Server>()) {
+    : backend_(backend), opt_(std::move(options)), http_(std::make_unique<httplib::Server>()),
+      cors_(opt_.cors_origins), log_(opt_.log_format, opt_.log_sink) {
   const int threads = std::max(4, opt_.http_threads);
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
   http_->set_payload_max_length(opt_.max_body_bytes);
@@ -83,20 +95,23 @@ void Server::stop() { http_->stop(); }
 void Server::install_routes() {
   auto& s = *http_;
   s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (opt_.api_key.empty() || req.path == "/health" || authorized(req, opt_.api_key))
-      return httplib::Server::HandlerResponse::Unhandled;
-    send_error(res, unauthorized());
-    return httplib::Server::HandlerResponse::Handled;
+    return pre_route(req, res) ? httplib::Server::HandlerResponse::Handled : httplib::Server::HandlerResponse::Unhandled;
+  });
+  // Every answer, errors included: its id and, for an allowed Origin, the CORS headers.
+  s.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    res.set_header("X-Request-Id", trace(req)->id);
+    if (!res.has_header("Access-Control-Allow-Origin"))  // a preflight has its own
+      for (auto& [k, v] : cors_.response_headers(req.get_header_value("Origin"))) res.set_header(k, v);
   });
   // httplib's own failures (413 body too large, 404 no route, 400 bad HTTP) in OpenAI's shape.
   s.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    if (res.status == 413) send_error(res, payload_too_large(opt_.max_body_bytes));
-    else if (res.status == 404) send_error(res, ApiError(404, "No route for " + req.method + " " + req.path + ".", "invalid_request_error", "", "not_found"));
-    else send_error(res, ApiError(res.status, "The request could not be processed.", res.status >= 500 ? "server_error" : "invalid_request_error"));
+    if (res.status == 413) send_error(req, res, payload_too_large(opt_.max_body_bytes));
+    else if (res.status == 404) send_error(req, res, ApiError(404, "No route for " + req.method + " " + req.path + ".", "invalid_request_error", "", "not_found"));
+    else send_error(req, res, ApiError(res.status, "The request could not be processed.", res.status >= 500 ? "server_error" : "invalid_request_error"));
     return httplib::Server::HandlerResponse::Handled;
   }));
-  s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+  s.set_exception_handler([this](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
     std::string msg = "internal error";
     try {
       if (ep) std::rethrow_exception(ep);
@@ -104,10 +119,11 @@ void Server::install_routes() {
       msg = e.what();
     } catch (...) {
     }
-    send_error(res, internal_error(msg));
+    send_error(req, res, internal_error(msg));
   });
   s.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
     metrics_.count_request(route_label(req.path), res.status);
+    log_request(req, res);
   });
 
   s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
@@ -125,7 +141,7 @@ void Server::install_routes() {
     res.set_content(dump_json({{"object", "list"}, {"data", ojson::array({model_json()})}}), "application/json");
   });
   s.Get(R"(/v1/models/(.+))", [this, model_json](const httplib::Request& req, httplib::Response& res) {
-    if (req.matches[1] != opt_.model.id) return send_error(res, model_not_found(req.matches[1]));
+    if (req.matches[1] != opt_.model.id) return send_error(req, res, model_not_found(req.matches[1]));
     res.set_content(dump_json(model_json()), "application/json");
   });
   s.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
@@ -134,17 +150,131 @@ void Server::install_routes() {
   s.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
     handle_completion(Endpoint::completions, req, res);
   });
+  auto tokenizer_route = [this](auto respond) {
+    return [this, respond](const httplib::Request& req, httplib::Response& res) {
+      try {
+        res.set_content(dump_json(respond(req.body, opt_.model)), "application/json");
+      } catch (const ApiError& e) {
+        send_error(req, res, e);
+      } catch (const std::exception& e) {
+        send_error(req, res, bad_request(e.what()));
+      }
+    };
+  };
+  s.Post("/tokenize", tokenizer_route(tokenize_response));
+  s.Post("/detokenize", tokenizer_route(detokenize_response));
+}
+
+std::shared_ptr<Server::Trace> Server::trace(const httplib::Request& req) {
+  std::lock_guard lk(traces_mu_);
+  auto& t = traces_[&req];
+  if (!t) t = std::make_shared<Trace>();  // a request httplib answered before routing (413)
+  return t;
+}
+
+// Every error answer goes through here, so that its log line has the message (by the time the
+// log line is written the body may be compressed).
+void Server::send_error(const httplib::Request& req, httplib::Response& res, const ApiError& e) {
+  res.status = e.status;
+  res.set_content(dump_json(e.to_json()), "application/json");
+  trace(req)->error = e;
+}
+
+// Before any route: a fresh trace, CORS preflights (never behind the API key: browsers send
+// none with them), then the API key. Returns true when the request has been answered.
+bool Server::pre_route(const httplib::Request& req, httplib::Response& res) {
+  {
+    std::lock_guard lk(traces_mu_);
+    traces_[&req] = std::make_shared<Trace>();  // the same address may have served an earlier request
+  }
+  if (req.method == "OPTIONS") {
+    if (!cors_.enabled()) {
+      res.set_header("Allow", "GET, POST");
+      send_error(req, res, ApiError(405, "OPTIONS is not served: CORS is off (start the server with --cors-origin ORIGIN).",
+                               "invalid_request_error", "", "method_not_allowed"));
+      return true;
+    }
+    const std::string origin = req.get_header_value("Origin");
+    if (!origin.empty() && !cors_.allows(origin)) {
+      send_error(req, res, ApiError(403, "Origin " + origin + " is not allowed by this server's --cors-origin list.",
+                               "invalid_request_error", "", "origin_not_allowed"));
+      return true;
+    }
+    res.status = 204;
+    res.set_header("Allow", "GET, POST, OPTIONS");
+    for (auto& [k, v] : cors_.preflight_headers(origin, req.get_header_value("Access-Control-Request-Headers"),
+                                                req.get_header_value("Access-Control-Request-Private-Network") == "true"))
+      res.set_header(k, v);
+    return true;
+  }
+  const bool open = opt_.api_key.empty() || req.path == "/health" || (opt_.metrics_public && req.path == "/metrics");
+  if (open || authorized(req, opt_.api_key)) return false;
+  send_error(req, res, unauthorized());
+  return true;
+}
+
+void Server::log_request(const httplib::Request& req, const httplib::Response& res) {
+  std::shared_ptr<Trace> t;
+  {
+    std::lock_guard lk(traces_mu_);
+    auto it = traces_.find(&req);
+    if (it != traces_.end()) t = std::move(it->second), traces_.erase(it);
+  }
+  if (!t) t = std::make_shared<Trace>();
+  const auto now = std::chrono::steady_clock::now();
+  auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
+  RequestRecord r;
+  r.id = t->id;
+  r.method = req.method;
+  r.path = req.path;
+  r.status = res.status;
+  r.total_ms = ms(now - t->start);
+  if (t->ex) {
+    const Exchange& x = *t->ex;
+    int64_t prompt = 0, completion = 0, cached = 0;
+    bool clean = true, cancelled = false;
+    for (size_t c = 0; c < x.choices.size(); ++c) {
+      const auto& ch = x.choices[c];
+      if (c % t->n == 0) prompt += ch.prompt_tokens(), cached += ch.cached_tokens();
+      completion += ch.completion_tokens();
+      if (const char* f = ch.finish_reason(); f && r.finish.find(f) == std::string::npos)
+        r.finish += (r.finish.empty() ? "" : ",") + std::string(f);
+      clean = clean && ch.finished() && ch.error().empty();
+      cancelled = cancelled || ch.cancelled() || !ch.finished();
+    }
+    r.prompt_tokens = prompt;
+    r.completion_tokens = completion;
+    r.cached_tokens = cached;
+    if (x.first_token) r.ttft_ms = ms(*x.first_token - t->start);
+    r.outcome = clean && x.done && res.status == 200 ? "ok" : cancelled && !x.done ? "cancelled" : "error";
+    for (const auto& e : x.stream_errors)
+      log_.error({r.id, r.method, r.path, 500, "server_error", "", "", e});
+  } else if (req.method == "POST" && (req.path == "/v1/chat/completions" || req.path == "/v1/completions")) {
+    r.outcome = "error";
+  }
+  if (res.status >= 400) {
+    ErrorRecord e{r.id, r.method, r.path, res.status, "", "", "", "HTTP " + std::to_string(res.status)};
+    if (t->error) {
+      e.message = t->error->what();
+      e.type = t->error->type;
+      e.code = t->error->code;
+      e.param = t->error->param;
+    }
+    log_.error(e);
+  }
+  log_.request(r);
 }
 
 void Server::handle_completion(Endpoint ep, const httplib::Request& req, httplib::Response& res) {
+  const std::shared_ptr<Trace> tr = trace(req);
   ApiRequest r;
   try {
     if (shutting_down_) throw shutting_down_error();
     r = ep == Endpoint::chat ? parse_chat_request(req.body, opt_.model) : parse_completion_request(req.body, opt_.model);
   } catch (const ApiError& e) {
-    return send_error(res, e);
+    return send_error(req, res, e);
   } catch (const std::exception& e) {  // e.g. the tokenizer rejecting something: still the client's input
-    return send_error(res, bad_request(e.what()));
+    return send_error(req, res, bad_request(e.what()));
   }
 
   ResponseMeta meta;
@@ -157,18 +287,25 @@ void Server::handle_completion(Endpoint ep, const httplib::Request& req, httplib
   meta.top_logprobs = r.top_logprobs;
 
   auto ex = std::make_shared<Exchange>();
-  for (size_t c = 0; c < r.choices(); ++c) ex->choices.emplace_back(*opt_.model.tokenizer, meta, c);
+  tr->id = meta.id;
+  tr->ex = ex;
+  tr->n = size_t(r.n);
+  for (size_t c = 0; c < r.choices(); ++c)
+    ex->choices.emplace_back(*opt_.model.tokenizer, meta, c, r.echo ? r.prompt_texts[r.prompt_of(c)] : std::string());
   ex->started.assign(r.choices(), false);
   ++active_;
   auto release = [this, ex](bool cancel) {
     std::vector<uint64_t> ids;
+    bool submitted = false;
     {
       std::lock_guard lk(ex->mu);
       if (ex->released) return;
       ex->released = true;
+      submitted = !ex->ids.empty();
       if (cancel) ids = ex->ids;
     }
     for (uint64_t id : ids) backend_.cancel(id);  // finished ids are ignored by the engine
+    if (submitted) retry_after_.finished();  // requests left the engine's queue and batch
     --active_;
   };
 
@@ -190,15 +327,17 @@ void Server::handle_completion(Endpoint ep, const httplib::Request& req, httplib
     }
   } catch (const engine::QueueFull&) {
     release(true);
-    return send_error(res, queue_full());
+    res.set_header("Retry-After", std::to_string(retry_after_.seconds()));
+    return send_error(req, res, queue_full());
   } catch (const std::exception& e) {
     release(true);
-    return send_error(res, shutting_down_ ? shutting_down_error() : bad_request(e.what()));
+    return send_error(req, res, shutting_down_ ? shutting_down_error() : bad_request(e.what()));
   }
 
   if (!r.stream) {
     while (ex->finished < ex->choices.size()) {
       for (auto& [c, e] : ex->take(std::chrono::milliseconds(200))) {
+        if (!ex->first_token && e.token >= 0) ex->first_token = std::chrono::steady_clock::now();
         ex->choices[c].add(e);
         if (ex->choices[c].finished()) ++ex->finished;
       }
@@ -209,12 +348,13 @@ void Server::handle_completion(Endpoint ep, const httplib::Request& req, httplib
     for (size_t c = 0; c < ex->choices.size(); ++c) {
       const auto& ch = ex->choices[c];
       if (!ch.error().empty())
-        return send_error(res, ch.cancelled() && shutting_down_ ? shutting_down_error() : internal_error(ch.error()));
+        return send_error(req, res, ch.cancelled() && shutting_down_ ? shutting_down_error() : internal_error(ch.error()));
       if (c % size_t(r.n) == 0) prompt += ch.prompt_tokens(), cached += ch.cached_tokens();
       completion += ch.completion_tokens();
       choices.push_back(ch.choice_json());
     }
     res.set_content(dump_json(response_json(meta, choices, usage_json(prompt, completion, cached))), "application/json");
+    ex->done = true;
     return;
   }
 
@@ -228,6 +368,7 @@ void Server::handle_completion(Endpoint ep, const httplib::Request& req, httplib
           return stream_step(*ex, meta, include_usage, n, sink);
         } catch (const std::exception& e) {
           // Nothing may escape into httplib's writer thread; the client gets an error event.
+          ex->stream_errors.push_back(e.what());
           std::string out = sse_event(internal_error(e.what()).to_json()) + sse_done();
           sink.write(out.data(), out.size());
           sink.done();
@@ -243,11 +384,13 @@ bool Server::stream_step(Exchange& x, const ResponseMeta& meta, bool include_usa
   auto evs = x.take(std::chrono::milliseconds(500));
   std::string out;
   for (auto& [c, e] : evs) {
+    if (!x.first_token && e.token >= 0) x.first_token = std::chrono::steady_clock::now();
     auto& ch = x.choices[c];
     ChoiceDelta d = ch.add(e);
     if (ch.finished()) ++x.finished;
     if (!ch.error().empty()) {
       out += sse_event(ApiError(500, ch.error(), "server_error").to_json());
+      x.stream_errors.push_back(ch.error());
       continue;
     }
     if (d.empty() && x.started[c]) continue;
@@ -266,6 +409,7 @@ bool Server::stream_step(Exchange& x, const ResponseMeta& meta, bool include_usa
     out += sse_done();
     if (!sink.write(out.data(), out.size())) return false;
     sink.done();
+    x.done = true;
     return true;
   }
   // Nothing new: an SSE comment, so that a client that has gone away is noticed.

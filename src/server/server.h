@@ -1,5 +1,6 @@
-// The OpenAI-compatible HTTP server on cpp-httplib: routes, API-key check, body limit, and
-// the bridge between blocking HTTP handler threads and the engine's event callbacks.
+// The OpenAI-compatible HTTP server on cpp-httplib: routes, API-key check, body limit, CORS
+// (cors.h), an X-Request-Id and log lines per request (request_log.h), and the bridge between
+// blocking HTTP handler threads and the engine's event callbacks.
 //
 // Each completion request is one Exchange: its engine requests (one per choice) push events
 // into the Exchange's queue from the engine thread; the handler thread turns them into a JSON
@@ -9,11 +10,17 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "server/backend.h"
+#include "server/cors.h"
 #include "server/metrics_text.h"
 #include "server/openai_request.h"
+#include "server/request_log.h"
+#include "server/retry_after.h"
 
 namespace httplib {
 class Server;
@@ -25,6 +32,7 @@ struct Response;
 namespace strata::server {
 
 struct ResponseMeta;
+class ApiError;
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
@@ -33,6 +41,10 @@ struct ServerOptions {
   size_t max_body_bytes = 8u << 20;   // larger bodies are answered 413
   int http_threads = 64;              // handler threads: bounds concurrent connections served
   ModelInfo model;
+  std::vector<std::string> cors_origins;  // origins allowed to call from a browser, or "*"; none = CORS off
+  bool metrics_public = false;            // /metrics without the API key (for a scraper)
+  LogFormat log_format = LogFormat::text;  // the per-request log lines (request_log.h)
+  RequestLog::Sink log_sink;               // where they go; default stderr
 };
 
 class Server {
@@ -54,7 +66,12 @@ class Server {
 
  private:
   struct Exchange;
+  struct Trace;
   void install_routes();
+  bool pre_route(const httplib::Request& req, httplib::Response& res);
+  void log_request(const httplib::Request& req, const httplib::Response& res);
+  std::shared_ptr<Trace> trace(const httplib::Request& req);
+  void send_error(const httplib::Request& req, httplib::Response& res, const ApiError& e);
   void handle_completion(Endpoint ep, const httplib::Request& req, httplib::Response& res);
   static bool stream_step(Exchange& ex, const ResponseMeta& meta, bool include_usage, size_t n,
                           httplib::DataSink& sink);
@@ -63,6 +80,13 @@ class Server {
   ServerOptions opt_;
   std::unique_ptr<httplib::Server> http_;
   ServerMetrics metrics_;
+  CorsPolicy cors_;
+  RequestLog log_;
+  RetryAfter retry_after_;
+  // Per request, from routing to its log line; keyed by the request object, which lives on
+  // its handler thread from start to end.
+  std::mutex traces_mu_;
+  std::unordered_map<const httplib::Request*, std::shared_ptr<Trace>> traces_;
   std::atomic<bool> shutting_down_{false};
   std::atomic<int> active_{0};
   int port_ = 0;

@@ -119,7 +119,7 @@ inline GenerationStats generate(const models::Model& model, models::Sequence& st
       const auto tv = clock::now();  // drafting + verification: what a round with drafts costs
       std::vector<int64_t> feed{pending};
       if (k > 0) {
-        auto d = drafter.draft(state, pending, int(k), tok_vocab);
+        auto d = drafter.draft(state, pending, int(k), tok_vocab, &p.logit_bias);
         if (spec.forced) force_drafts(d, *spec.forced, st.generated_tokens);
         feed.insert(feed.end(), d.begin(), d.end());
       }

@@ -91,6 +91,64 @@ TEST(Sampler, FrequencyAndPresencePenaltiesHandComputed) {
   EXPECT_EQ(got, (std::vector<int32_t>{0, 1, 0, 0}));
 }
 
+TEST(Sampler, LogitBiasIsAddedBeforeSamplingGreedyToo) {
+  SamplingParams p;
+  p.temperature = 0;
+  p.logit_bias = {{2, 1.5}};
+  auto s = make(p, 3);
+  std::vector<float> l = {3, 2, 2};
+  EXPECT_EQ(s.sample(l).token, 2);  // 2 + 1.5 > 3
+  EXPECT_EQ(l, (std::vector<float>{3, 2, 2}));  // the caller's logits are not modified
+  // -100 bans a token whatever the temperature; +100 forces one.
+  p.temperature = 1.5;
+  p.seed = 3;
+  p.logit_bias = {{0, -100}, {1, -100}};
+  auto ban = make(p, 4);
+  for (int i = 0; i < 200; ++i) EXPECT_GE(ban.sample(std::vector<float>{5, 5, 0, 0}).token, 2);
+  p.logit_bias = {{3, 100}};
+  auto force = make(p, 4);
+  for (int i = 0; i < 200; ++i) EXPECT_EQ(force.sample(std::vector<float>{5, 5, 5, 0}).token, 3);
+}
+
+TEST(Sampler, LogitBiasComesBeforeThePenalties) {
+  // vLLM's order: bias, then the repetition penalty. Token 0 (in the prompt) has logit 1 and
+  // bias +3: (1 + 3) / 2 = 2 < 2.5, so token 1 wins; the other order, 1 / 2 + 3 = 3.5, picks 0.
+  SamplingParams p;
+  p.temperature = 0;
+  p.repetition_penalty = 2.0;
+  p.logit_bias = {{0, 3}};
+  auto s = make(p, 2, 0, {0});
+  EXPECT_EQ(s.sample(std::vector<float>{1, 2.5f}).token, 1);
+}
+
+TEST(Sampler, LogitBiasInLogprobsAndState) {
+  SamplingParams p;
+  p.temperature = 0;
+  p.logprobs = 2;
+  p.logit_bias = {{1, std::log(3.0)}};
+  std::vector<float> l = {0, 0, 0, -kInf};
+  // Raw logprobs (the default) describe the model's output; processed ones include the bias.
+  auto raw = make(p, 4).sample(l);
+  EXPECT_EQ(raw.token, 1);
+  EXPECT_NEAR(raw.logprobs->logprob, std::log(1.0 / 3), 1e-6);
+  p.logprobs_mode = LogprobsMode::processed;
+  auto processed = make(p, 4).sample(l);
+  EXPECT_NEAR(processed.logprobs->logprob, std::log(3.0 / 5), 1e-6);
+  // The bias is part of the state a snapshot carries.
+  auto s = make(p, 4);
+  auto r = Sampler::from_bytes(s.to_bytes());
+  EXPECT_EQ(r.params().logit_bias, p.logit_bias);
+  EXPECT_EQ(r.sample(l).token, 1);
+  // Ids outside the vocabulary are refused when the request is made.
+  p.logit_bias = {{4, 1}};
+  try {
+    make(p, 4);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "logit_bias contains token 4, outside the vocabulary of 4 tokens");
+  }
+}
+
 TEST(Sampler, StopTokensEosAndLength) {
   auto force = [](int32_t t) {
     std::vector<float> l(8, -kInf);

@@ -51,6 +51,10 @@ TEST(SamplingParams, RejectsEachOutOfRangeField) {
   EXPECT_EQ(error_of([](auto& p) { p.stop_token_ids = {3, -1}; }), "stop_token_ids must not contain negative ids");
   EXPECT_EQ(error_of([](auto& p) { p.logprobs = 21; }), "logprobs must be in [0, 20]");
   EXPECT_EQ(error_of([](auto& p) { p.logprobs = -1; }), "logprobs must be in [0, 20]");
+  EXPECT_EQ(error_of([](auto& p) { p.logit_bias = {{5, 100.5}}; }),
+            "logit_bias values must be in [-100, 100] (token 5 has 100.5)");
+  EXPECT_EQ(error_of([&](auto& p) { p.logit_bias = {{5, nan}}; }).rfind("logit_bias values must be in", 0), 0u);
+  EXPECT_EQ(error_of([](auto& p) { p.logit_bias = {{-3, 1}}; }), "logit_bias contains the negative token id -3");
 }
 
 TEST(SamplingParams, AcceptsTheBoundaries) {
@@ -60,7 +64,7 @@ TEST(SamplingParams, AcceptsTheBoundaries) {
            [](auto& p) { p.top_p = 1e-9; }, [](auto& p) { p.min_p = 1; },
            [](auto& p) { p.presence_penalty = -2; }, [](auto& p) { p.frequency_penalty = 2; },
            [](auto& p) { p.max_tokens = 1; }, [](auto& p) { p.logprobs = 0; },
-           [](auto& p) { p.logprobs = 20; }})
+           [](auto& p) { p.logprobs = 20; }, [](auto& p) { p.logit_bias = {{0, -100}, {7, 100}}; }})
     EXPECT_EQ(error_of(edit), "");
 }
 
@@ -80,9 +84,12 @@ TEST(SamplingParams, JsonRoundTrip) {
   p.seed = 0xFFFFFFFFFFFFFFFFull;
   p.logprobs = 5;
   p.logprobs_mode = LogprobsMode::processed;
+  p.logit_bias = {{3, -100}, {20, 0.25}, {1000, 7}};
   nlohmann::json j = p;
+  EXPECT_EQ(j["logit_bias"], nlohmann::json::parse(R"({"3": -100.0, "20": 0.25, "1000": 7.0})"));
   auto q = j.get<SamplingParams>();
   EXPECT_EQ(nlohmann::json(q), j);
+  EXPECT_EQ(q.logit_bias, p.logit_bias);
   EXPECT_EQ(q.seed, p.seed);
   EXPECT_EQ(q.temperature, 0.7);
   EXPECT_EQ(q.stop, p.stop);
@@ -117,6 +124,16 @@ TEST(SamplingParams, JsonErrors) {
   EXPECT_EQ(err(R"({"ignore_eos": 1})"), "ignore_eos must be a boolean");
   EXPECT_EQ(err(R"({"logprobs_mode": "cooked"})"), "logprobs_mode must be \"raw\" or \"processed\"");
   EXPECT_EQ(err(R"([1])"), "sampling parameters must be a JSON object");
+  // logit_bias: OpenAI's map of token ids (decimal strings) to numbers in [-100, 100]
+  EXPECT_EQ(err(R"({"logit_bias": {"50256": -100, "7": 2.5}})"), "");
+  EXPECT_EQ(err(R"({"logit_bias": [1, 2]})"),
+            "logit_bias must be an object mapping token ids (as strings) to biases in [-100, 100]");
+  for (const char* key : {"-1", "1.0", " 7", "0x10", "abc", "", "99999999999"})
+    EXPECT_EQ(err((std::string(R"({"logit_bias": {")") + key + R"(": 1}})").c_str()),
+              std::string("logit_bias keys must be token ids written as decimal integers; got \"") + key + "\"");
+  EXPECT_EQ(err(R"({"logit_bias": {"7": "up"}})"), "logit_bias values must be numbers (token 7)");
+  EXPECT_EQ(err(R"({"logit_bias": {"7": -101}})"), "logit_bias values must be in [-100, 100] (token 7 has -101.0)");
+  EXPECT_EQ(err(R"({"logit_bias": {"7": 1, "007": 2}})"), "logit_bias names token 7 twice");
 }
 
 }  // namespace

@@ -16,7 +16,7 @@ const KEY = 'test-key';
 const NAME = 'flash-tiny';
 const CONTEXT = 1024;
 
-// Starts a server; resolves with {url, proc, exited} once it prints its address.
+// Starts a server; resolves with {url, proc, exited, err (its stderr so far)} once it prints its address.
 function startServer(extra = []) {
   const args = ['serve', '--model', MODEL_DIR, '--host', '127.0.0.1', '--port', '0', '--api-key', KEY,
     '--model-name', NAME, '--max-context', String(CONTEXT), ...extra];
@@ -31,7 +31,7 @@ function startServer(extra = []) {
       if (m && !proc.started) {
         proc.started = true;
         clearTimeout(timer);
-        resolve({ url: m[1], proc, exited });
+        resolve({ url: m[1], proc, exited, get err() { return err; } });
       }
     });
     proc.on('exit', () => reject(new Error('server exited: ' + err)));
@@ -303,6 +303,132 @@ test('a speculative server (--spec-tokens 3) gives the same outputs and reports 
   }
 });
 
+test('logit_bias: bans and forces tokens, deterministic, checked', async () => {
+  const tokenize = async (content) => (await raw('/tokenize', { body: JSON.stringify({ content }) })).json.tokens;
+  const [hello] = await tokenize(' hello');
+  // +100 forces the token at every step, greedy or not, chat or completions
+  const forced = await client.completions.create({ model: NAME, prompt: 'Once upon a time', max_tokens: 3, temperature: 0,
+    logit_bias: { [hello]: 100 } });
+  assert.equal(forced.choices[0].text, ' hello hello hello');
+  const sampled = await client.chat.completions.create({ model: NAME, messages: user('Say something'), max_tokens: 3,
+    temperature: 1.2, seed: 5, logit_bias: { [hello]: 100 } });
+  assert.equal(sampled.choices[0].message.content, ' hello hello hello');
+  // -100 bans: the greedy text's first token is gone; the biased request is as deterministic as any
+  const base = { model: NAME, prompt: 'Once upon a time', max_tokens: 6, temperature: 0, logprobs: 0 };
+  const plain = await client.completions.create(base);
+  const first = (await tokenize(plain.choices[0].logprobs.tokens[0]))[0];
+  const banned = await client.completions.create({ ...base, logit_bias: { [first]: -100 } });
+  assert.notEqual(banned.choices[0].logprobs.tokens[0], plain.choices[0].logprobs.tokens[0]);
+  const again = await client.completions.create({ ...base, logit_bias: { [first]: -100 } });
+  assert.equal(again.choices[0].text, banned.choices[0].text);
+  const streamed = await collect(await client.completions.create({ ...base, logprobs: undefined, logit_bias: { [first]: -100 }, stream: true }));
+  assert.equal(streamed.content[0], banned.choices[0].text);
+  // bad input names the field
+  for (const logit_bias of [{ 99999999: 1 }, { [hello]: 101 }, { abc: 1 }, { [hello]: 'x' }, [1]]) {
+    assertError(await raw('/v1/chat/completions', { body: JSON.stringify({ model: NAME, messages: user('x'), max_tokens: 1, logit_bias }) }),
+      400, 'logit_bias');
+  }
+});
+
+test('unsupported parameters are 400s naming them; echo works', async () => {
+  const reject = async (req, param, create = (r) => client.chat.completions.create(r)) => {
+    await assert.rejects(create(req), (e) => e.status === 400 && e.error?.param === param && /not supported|cannot be enforced/.test(e.message));
+  };
+  const chat = { model: NAME, messages: user('Give me JSON'), max_tokens: 2, temperature: 0 };
+  await reject({ ...chat, response_format: { type: 'json_object' } }, 'response_format');
+  await reject({ ...chat, response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object' }, strict: true } } }, 'response_format');
+  const tools = [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: {} } } }];
+  await reject({ ...chat, tools, tool_choice: 'required' }, 'tool_choice');
+  await reject({ ...chat, tools, tool_choice: { type: 'function', function: { name: 'get_weather' } } }, 'tool_choice');
+  const completions = (r) => client.completions.create(r);
+  const comp = { model: NAME, prompt: 'Once upon a time', max_tokens: 3, temperature: 0 };
+  await reject({ ...comp, best_of: 3 }, 'best_of', completions);
+  await reject({ ...comp, suffix: 'The end.' }, 'suffix', completions);
+  await reject({ ...comp, echo: true, logprobs: 1 }, 'echo', completions);
+  // what changes nothing is accepted
+  const text = await client.chat.completions.create({ ...chat, response_format: { type: 'text' } });
+  assert.equal(text.choices[0].message.content, (await client.chat.completions.create(chat)).choices[0].message.content);
+  const one = await client.completions.create({ ...comp, best_of: 1 });
+  // echo: the prompt, then the completion (streamed: with the first chunk)
+  const echoed = await client.completions.create({ ...comp, echo: true });
+  assert.equal(echoed.choices[0].text, comp.prompt + one.choices[0].text);
+  const s = await collect(await client.completions.create({ ...comp, echo: true, stream: true }));
+  assert.equal(s.content[0], echoed.choices[0].text);
+  assert.ok(s.chunks[0].choices[0].text.startsWith(comp.prompt));
+  const ids = await client.completions.create({ model: NAME, prompt: [19923, 2058], max_tokens: 2, temperature: 0, echo: true });
+  assert.ok(ids.choices[0].text.startsWith('Hello world'), ids.choices[0].text);
+});
+
+test('/tokenize and /detokenize (llama.cpp shapes)', async () => {
+  const t = await raw('/tokenize', { body: JSON.stringify({ content: 'Hello world' }) });
+  assert.equal(t.status, 200, t.text);
+  assert.ok(t.json.tokens.length >= 2 && t.json.tokens.every(Number.isInteger));
+  const p = await raw('/tokenize', { body: JSON.stringify({ content: 'Hello world', with_pieces: true, add_special: true }) });
+  assert.equal(p.json.tokens.length, t.json.tokens.length + 1);  // BOS
+  assert.deepEqual(p.json.tokens.slice(1).map((x) => x.id), t.json.tokens);
+  assert.equal(p.json.tokens.slice(1).map((x) => x.piece).join(''), 'Hello world');
+  const d = await raw('/detokenize', { body: JSON.stringify({ tokens: t.json.tokens }) });
+  assert.deepEqual(d.json, { content: 'Hello world' });
+  // the prompt of a completion is the same tokens
+  const c = await client.completions.create({ model: NAME, prompt: t.json.tokens, max_tokens: 1 });
+  assert.equal(c.usage.prompt_tokens, t.json.tokens.length);
+  assertError(await raw('/detokenize', { body: JSON.stringify({ tokens: [1, 99999999] }) }), 400, 'tokens');
+  assertError(await raw('/tokenize', { body: JSON.stringify({ content: 5 }) }), 400, 'content');
+  assertError(await raw('/tokenize', { body: JSON.stringify({ content: 'x' }), key: null }), 401);
+});
+
+test('CORS, public metrics and JSON request logs', async () => {
+  const origin = 'http://app.example:5173';
+  const s = await startServer(['--cors-origin', origin, '--cors-origin', 'http://other.example', '--metrics-public', '--log-format', 'json']);
+  try {
+    const pre = await fetch(s.url + '/v1/chat/completions', { method: 'OPTIONS', headers: {
+      Origin: origin, 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'authorization,content-type,x-stainless-os' } });
+    assert.equal(pre.status, 204);
+    assert.equal(pre.headers.get('access-control-allow-origin'), origin);
+    assert.match(pre.headers.get('access-control-allow-methods'), /POST/);
+    assert.match(pre.headers.get('access-control-allow-headers'), /Authorization, Content-Type/);
+    assert.match(pre.headers.get('access-control-allow-headers'), /x-stainless-os/);
+    assert.equal(pre.headers.get('access-control-max-age'), '600');
+    const denied = await fetch(s.url + '/v1/models', { method: 'OPTIONS', headers: { Origin: 'http://evil.example', 'Access-Control-Request-Method': 'GET' } });
+    assert.equal(denied.status, 403);
+    assert.equal(denied.headers.get('access-control-allow-origin'), null);
+    const auth = { Authorization: 'Bearer ' + KEY };
+    const models = await fetch(s.url + '/v1/models', { headers: { ...auth, Origin: origin } });
+    assert.equal(models.status, 200);
+    assert.equal(models.headers.get('access-control-allow-origin'), origin);
+    const noKey = await fetch(s.url + '/v1/models', { headers: { Origin: origin } });
+    assert.equal(noKey.status, 401);
+    assert.equal(noKey.headers.get('access-control-allow-origin'), origin);  // the page can read the error
+    const stream = await fetch(s.url + '/v1/chat/completions', { method: 'POST', headers: { ...auth, Origin: origin, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ model: NAME, messages: user('Hi'), max_tokens: 2, stream: true }) });
+    assert.equal(stream.headers.get('access-control-allow-origin'), origin);
+    assert.match(await stream.text(), /data: \[DONE\]/);
+    const m = await fetch(s.url + '/metrics');  // no key
+    assert.equal(m.status, 200);
+    assert.match(await m.text(), /strata_http_requests_total/);
+    // the official client reads the request id header
+    const sc = new OpenAI({ baseURL: s.url + '/v1', apiKey: KEY, maxRetries: 0 });
+    const r = await sc.chat.completions.create({ model: NAME, messages: user('Hi'), max_tokens: 2, temperature: 0 });
+    assert.equal(r._request_id, r.id);
+    await assert.rejects(sc.chat.completions.create({ model: NAME, messages: user('Hi'), temperature: 9 }), (e) => e.status === 400);
+    await new Promise((res) => setTimeout(res, 200));
+    const lines = s.err.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+    const done = lines.find((l) => l.event === 'request' && l.id === r.id);
+    assert.ok(done, s.err);
+    assert.equal(done.status, 200);
+    assert.equal(done.path, '/v1/chat/completions');
+    assert.equal(done.completion_tokens, r.usage.completion_tokens);
+    assert.equal(done.prompt_tokens, r.usage.prompt_tokens);
+    assert.ok(done.ttft_ms > 0 && done.total_ms >= done.ttft_ms, JSON.stringify(done));
+    assert.equal(done.outcome, 'ok');
+    const err = lines.find((l) => l.event === 'error' && l.param === 'temperature');
+    assert.ok(err && err.status === 400 && /temperature/.test(err.message), s.err);
+  } finally {
+    s.proc.kill('SIGTERM');
+    await s.exited;
+  }
+});
+
 test('bad input is answered in the OpenAI error shape', async () => {
   const chat = (o) => JSON.stringify({ model: NAME, messages: user('x'), max_tokens: 2, ...o });
   assertError(await raw('/v1/chat/completions', { body: '{"messages": [' }), 400);
@@ -340,7 +466,11 @@ test('full queue answers 429; SIGTERM drains in-flight streams and exits 0', asy
   const statuses = results.map((r) => (r.status === 'fulfilled' ? 200 : r.reason.status));
   assert.ok(statuses.includes(429), JSON.stringify(statuses));
   assert.ok(statuses.includes(200), JSON.stringify(statuses));
-  for (const r of results) if (r.status === 'rejected') assert.equal(r.reason.error?.code ?? r.reason.code, 'queue_full');
+  for (const r of results) {
+    if (r.status !== 'rejected') continue;
+    assert.equal(r.reason.error?.code ?? r.reason.code, 'queue_full');
+    assert.match(r.reason.headers['retry-after'], /^[1-9]\d*$/);
+  }
 
   const stream = await c.chat.completions.create({ model: NAME, messages: user('drain me'), max_tokens: 24, temperature: 0, stream: true });
   const it = stream[Symbol.asyncIterator]();

@@ -148,9 +148,17 @@ TEST(OpenAIRequest, Tools) {
   auto plain = parse_chat_request("{" + kHello + "}", model_info()).prompts[0];
   EXPECT_GT(with.size(), plain.size());
   EXPECT_EQ(none, plain);
-  EXPECT_NO_THROW(parse_chat_request("{" + kHello + "," + tools + R"(,"tool_choice":{"type":"function","function":{"name":"get_weather"}}})", model_info()));
+  EXPECT_EQ(parse_chat_request("{" + kHello + "," + tools + R"(,"tool_choice":"auto"})", model_info()).prompts[0], with);
   EXPECT_EQ(chat_error("{" + kHello + "," + tools + R"(,"tool_choice":{"type":"function","function":{"name":"nope"}}})").param, "tool_choice");
   EXPECT_EQ(chat_error("{" + kHello + R"(,"tool_choice":"required"})").param, "tool_choice");
+  // Forcing a call cannot be enforced without constrained decoding: said, not ignored.
+  for (const std::string choice : {R"("required")", R"({"type":"function","function":{"name":"get_weather"}})"}) {
+    ApiError e = chat_error("{" + kHello + "," + tools + R"(,"tool_choice":)" + choice + "}");
+    EXPECT_EQ(e.status, 400);
+    EXPECT_EQ(e.param, "tool_choice");
+    EXPECT_EQ(e.code, "unsupported_value");
+    EXPECT_NE(std::string(e.what()).find("cannot be enforced"), std::string::npos) << e.what();
+  }
   EXPECT_EQ(chat_error("{" + kHello + R"(,"tools":[{"type":"function"}]})").param, "tools");
   EXPECT_EQ(chat_error("{" + kHello + R"(,"tools":{}})").param, "tools");
   // assistant tool calls and tool results go through the encoding
@@ -205,6 +213,91 @@ TEST(OpenAIRequest, CompletionPrompts) {
   EXPECT_EQ(completion_error(R"({"prompt":"x","logprobs":true})").param, "logprobs");
   EXPECT_EQ(completion_error(R"({"prompt":"x","model":"other"})").status, 404);
   EXPECT_EQ(completion_error(R"({"prompt":["a","b","c"],"n":3})").param, "n");  // 9 choices > max 8
+}
+
+TEST(OpenAIRequest, LogitBias) {
+  ApiRequest r = parse_chat_request("{" + kHello + R"(,"logit_bias":{"15":-100,"300":2.5}})", model_info());
+  EXPECT_EQ(r.sampling.logit_bias, (LogitBias{{15, -100.0}, {300, 2.5}}));
+  EXPECT_EQ(r.sampling_for(0).logit_bias, r.sampling.logit_bias);
+  ApiRequest c = parse_completion_request(R"({"prompt":"x","logit_bias":{"0":100}})", model_info());
+  EXPECT_EQ(c.sampling.logit_bias, (LogitBias{{0, 100.0}}));
+  const std::string last = std::to_string(tokenizer().vocab_size() - 1), past = std::to_string(tokenizer().vocab_size());
+  EXPECT_NO_THROW(parse_chat_request("{" + kHello + R"(,"logit_bias":{")" + last + R"(":1}})", model_info()));
+  ApiError oov = chat_error("{" + kHello + R"(,"logit_bias":{")" + past + R"(":1}})");
+  EXPECT_EQ(oov.param, "logit_bias");
+  EXPECT_EQ(oov.code, "invalid_token_id");
+  for (const char* bad : {R"({"5":101})", R"({"5":-100.5})", R"({"-5":1})", R"({"abc":1})", R"({"5":"1"})", R"([1])",
+                          R"("x")"}) {
+    ApiError e = chat_error("{" + kHello + R"(,"logit_bias":)" + bad + "}");
+    EXPECT_EQ(e.status, 400) << bad;
+    EXPECT_EQ(e.param, "logit_bias") << bad;
+    ApiError ce = completion_error(std::string(R"({"prompt":"x","logit_bias":)") + bad + "}");
+    EXPECT_EQ(ce.param, "logit_bias") << bad;
+  }
+}
+
+TEST(OpenAIRequest, UnsupportedFieldsAreNamedNotIgnored) {
+  struct Case {
+    const char* extra;
+    const char* param;
+    const char* code;  // "" = a plain invalid value
+  };
+  for (const Case& c : std::vector<Case>{
+           {R"("response_format":{"type":"json_object"})", "response_format", "unsupported_value"},
+           {R"("response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{}}})", "response_format",
+            "unsupported_value"},
+           {R"("response_format":{"type":"yaml"})", "response_format", ""},
+           {R"("response_format":"json")", "response_format", ""},
+           {R"("best_of":3,"n":2)", "best_of", "unsupported_value"},
+           {R"("best_of":1,"n":2)", "best_of", ""},
+           {R"("best_of":"2")", "best_of", ""},
+           {R"("suffix":"tail")", "suffix", "unsupported_parameter"},
+           {R"("suffix":3)", "suffix", ""},
+           {R"("functions":[{"name":"f"}])", "functions", "unsupported_parameter"},
+           {R"("function_call":"auto")", "function_call", "unsupported_parameter"},
+           {R"("parallel_tool_calls":false)", "parallel_tool_calls", "unsupported_value"},
+           {R"("modalities":["text","audio"])", "modalities", "unsupported_value"},
+           {R"("audio":{"voice":"x"})", "audio", "unsupported_parameter"},
+           {R"("prediction":{"type":"content","content":"x"})", "prediction", "unsupported_parameter"},
+       }) {
+    for (bool chat : {true, false}) {
+      const std::string body = chat ? "{" + kHello + "," + c.extra + "}" : std::string(R"({"prompt":"x",)") + c.extra + "}";
+      ApiError e = chat ? chat_error(body) : completion_error(body);
+      EXPECT_EQ(e.status, 400) << body;
+      EXPECT_EQ(e.param, c.param) << body;
+      EXPECT_EQ(e.code, c.code) << body;
+      EXPECT_NE(std::string(e.what()).find(c.param), std::string::npos) << e.what();
+    }
+  }
+  ApiError echo = chat_error("{" + kHello + R"(,"echo":true})");
+  EXPECT_EQ(echo.param, "echo");
+  EXPECT_EQ(echo.code, "unsupported_parameter");
+  // What changes nothing is accepted.
+  for (const char* ok : {R"("response_format":{"type":"text"})", R"("best_of":2,"n":2)", R"("best_of":1)",
+                         R"("suffix":"")", R"("suffix":null)", R"("parallel_tool_calls":true)", R"("modalities":["text"])",
+                         R"("user":"u1","metadata":{"k":"v"},"store":false)"}) {
+    EXPECT_NO_THROW(parse_chat_request("{" + kHello + "," + ok + "}", model_info())) << ok;
+    EXPECT_NO_THROW(parse_completion_request(std::string(R"({"prompt":"x",)") + ok + "}", model_info())) << ok;
+  }
+  EXPECT_NO_THROW(parse_chat_request("{" + kHello + R"(,"echo":false})", model_info()));
+}
+
+TEST(OpenAIRequest, CompletionEcho) {
+  ApiRequest t = parse_completion_request(R"({"prompt":"Once upon","echo":true})", model_info());
+  EXPECT_TRUE(t.echo);
+  EXPECT_EQ(t.prompt_texts, std::vector<std::string>{"Once upon"});
+  const auto ids = tokenizer().encode("Hello world");
+  std::string id_list;
+  for (int32_t id : ids) id_list += (id_list.empty() ? "" : ",") + std::to_string(id);
+  ApiRequest many = parse_completion_request(R"({"prompt":["a b",[)" + id_list + R"(]],"echo":true})", model_info());
+  EXPECT_EQ(many.prompt_texts, (std::vector<std::string>{"a b", "Hello world"}));
+  ApiRequest single = parse_completion_request(R"({"prompt":[)" + id_list + R"(],"echo":true})", model_info());
+  EXPECT_EQ(single.prompt_texts, std::vector<std::string>{"Hello world"});
+  EXPECT_FALSE(parse_completion_request(R"({"prompt":"x"})", model_info()).echo);
+  ApiError lp = completion_error(R"({"prompt":"x","echo":true,"logprobs":2})");
+  EXPECT_EQ(lp.param, "echo");
+  EXPECT_EQ(lp.code, "unsupported_value");
+  EXPECT_EQ(completion_error(R"({"prompt":"x","echo":"yes"})").param, "echo");
 }
 
 TEST(OpenAIRequest, ErrorJsonShape) {

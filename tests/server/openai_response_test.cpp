@@ -176,6 +176,21 @@ TEST(OpenAIResponse, CompletionChoiceAndChunks) {
   EXPECT_EQ(b.cached_tokens(), 4);
 }
 
+TEST(OpenAIResponse, CompletionEchoStartsTheText) {
+  ResponseMeta m = chat_meta();
+  m.endpoint = Endpoint::completions;
+  ChoiceBuilder b(test::tokenizer(), m, 0, "Once upon");
+  ChoiceDelta d1 = b.add(token(100, " a"));
+  ChoiceDelta d2 = b.add(last(101, " time", FinishReason::length));
+  EXPECT_EQ(d1.content, "Once upon a");  // the first chunk carries the prompt
+  EXPECT_EQ(d2.content, " time");
+  EXPECT_EQ(b.choice_json()["text"], "Once upon a time");
+  // A choice that ends at once still echoes its prompt.
+  ChoiceBuilder e(test::tokenizer(), m, 1, "Hi");
+  EXPECT_EQ(e.add(last(1, "", FinishReason::stop)).content, "Hi");
+  EXPECT_EQ(e.choice_json()["text"], "Hi");
+}
+
 TEST(OpenAIResponse, ResponseUsageAndSse) {
   ResponseMeta m = chat_meta();
   ojson u = usage_json(10, 5, 4);

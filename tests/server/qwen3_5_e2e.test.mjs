@@ -130,6 +130,24 @@ test('drafting with the MTP layer answers as plain decoding, concurrently too', 
   assert.match(metrics, /strata_spec_draft_tokens_total [1-9]/);
 });
 
+test('logit_bias: drafting with the MTP layer answers as plain decoding', async () => {
+  const base = { model: NAME, prompt: 'Once upon a time', max_tokens: 16, temperature: 0, logprobs: 0 };
+  const plain = await client.completions.create(base);
+  const first = (await (await fetch(spec.url + '/tokenize', { method: 'POST',
+    body: JSON.stringify({ content: plain.choices[0].logprobs.tokens[0] }) })).json()).tokens[0];
+  // the unbiased first token banned, two others lifted; greedy, seeded, and several at once
+  const logit_bias = { [first]: -100, 1000: 6, 2000: 3.5 };
+  const reqs = [{ ...base, logit_bias }, { ...base, logit_bias, temperature: 0.9, seed: 11 },
+    { ...base, logit_bias, max_tokens: 9 }, { ...base, logit_bias, temperature: 1.1, seed: 12, top_p: 0.9 }];
+  const want = await Promise.all(reqs.map((r) => client.completions.create(r)));
+  const got = await Promise.all(reqs.map((r) => specClient.completions.create(r)));
+  assert.notEqual(want[0].choices[0].text, plain.choices[0].text);
+  for (let i = 0; i < reqs.length; ++i) {
+    assert.equal(got[i].choices[0].text, want[i].choices[0].text, 'request ' + i);
+    assert.ok(!want[i].choices[0].logprobs.tokens.includes(plain.choices[0].logprobs.tokens[0]), 'request ' + i);
+  }
+});
+
 test('a checkpoint without mtp.* serves plainly and refuses --speculative', async () => {
   const dir = process.env.STRATA_NO_MTP_DIR;
   const s = await startServer(dir);

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "engine/logit_bias.h"
 #include "server/test_model.h"
 
 namespace strata::server {
@@ -136,6 +137,7 @@ std::string raw_exchange(int port, const std::string& req) {
 
 class ServerHttp : public ::testing::Test {
  protected:
+  virtual void configure(ServerOptions&) {}
   void SetUp() override {
     ServerOptions o;
     o.host = "127.0.0.1";
@@ -144,6 +146,11 @@ class ServerHttp : public ::testing::Test {
     o.max_body_bytes = 64 * 1024;
     o.http_threads = 48;
     o.model = test::model_info();
+    o.log_sink = [this](const std::string& line) {
+      std::lock_guard lk(log_mu_);
+      log_.push_back(line);
+    };
+    configure(o);
     server_ = std::make_unique<Server>(engine_, o);
     port_ = server_->bind();
     thread_ = std::thread([this] { server_->serve(); });
@@ -184,7 +191,27 @@ class ServerHttp : public ::testing::Test {
     return out;
   }
 
+  // The first log line containing every one of `parts` (lines are written after the answer:
+  // waits up to 5 s); "" when there is none.
+  std::string log_line(const std::vector<std::string>& parts) {
+    const auto until = std::chrono::steady_clock::now() + 5s;
+    do {
+      {
+        std::lock_guard lk(log_mu_);
+        for (const auto& l : log_) {
+          bool all = true;
+          for (const auto& p : parts) all = all && l.find(p) != std::string::npos;
+          if (all) return l;
+        }
+      }
+      std::this_thread::sleep_for(10ms);
+    } while (std::chrono::steady_clock::now() < until);
+    return "";
+  }
+
   FakeEngine engine_;
+  std::mutex log_mu_;
+  std::vector<std::string> log_;
   std::unique_ptr<Server> server_;
   std::thread thread_;
   int port_ = 0;
@@ -279,7 +306,10 @@ TEST_F(ServerHttp, BadInputIsAnsweredNotFatal) {
 
 TEST_F(ServerHttp, QueueFullIs429) {
   engine_.queue_full = true;
-  expect_error(post("/v1/chat/completions", kChat + "}"), 429);
+  auto full = post("/v1/chat/completions", kChat + "}");
+  expect_error(full, 429);
+  // No request has finished yet: the estimate is its floor.
+  EXPECT_EQ(full->get_header_value("Retry-After"), "1");
   engine_.queue_full = false;
   EXPECT_EQ(post("/v1/chat/completions", kChat + "}")->status, 200);
 }
@@ -308,6 +338,7 @@ TEST_F(ServerHttp, DisconnectCancels) {
   auto m = client().Get("/metrics");
   ASSERT_TRUE(m);
   EXPECT_NE(m->body.find("strata_engine_requests_total{outcome=\"cancelled\"} 1"), std::string::npos);
+  EXPECT_NE(log_line({"request", "path=/v1/chat/completions", "status=200", "outcome=cancelled"}), "");
 }
 
 // Raw sockets: httplib 0.11's client itself drops some concurrent POSTs (its server does not).
@@ -323,6 +354,152 @@ TEST_F(ServerHttp, ConcurrentStreams) {
     });
   for (auto& t : ts) t.join();
   EXPECT_EQ(ok, 32);
+}
+
+TEST_F(ServerHttp, RequestIdsAndLogLines) {
+  auto r = post("/v1/chat/completions", kChat + "}");
+  ASSERT_TRUE(r);
+  const std::string id = ojson::parse(r->body)["id"];
+  EXPECT_EQ(r->get_header_value("X-Request-Id"), id);
+  const std::string line = log_line({"id=" + id});
+  EXPECT_NE(line.find("INFO request id=" + id + " method=POST path=/v1/chat/completions status=200 prompt_tokens="),
+            std::string::npos)
+      << line;
+  for (const char* part : {" completion_tokens=3 ", " cached_tokens=0 ", " ttft_ms=", " total_ms=", " tokens_per_s=",
+                           " finish=length ", " outcome=ok"})
+    EXPECT_NE(line.find(part), std::string::npos) << part << " in " << line;
+  // A stream is logged when it ends, with its tokens.
+  auto s = post("/v1/completions", R"({"prompt":"x","max_tokens":2,"n":2,"stream":true})");
+  ASSERT_TRUE(s);
+  const std::string sid = s->get_header_value("X-Request-Id");
+  EXPECT_EQ(sid.rfind("cmpl-", 0), 0u);
+  EXPECT_NE(log_line({"id=" + sid, "completion_tokens=4 ", "outcome=ok"}), "");
+  // An error: its own line with the message, then the request's.
+  auto bad = post("/v1/chat/completions", kChat + R"(,"temperature":7})");
+  const std::string bid = bad->get_header_value("X-Request-Id");
+  EXPECT_FALSE(bid.empty());
+  const std::string err = log_line({"WARN error id=" + bid});
+  EXPECT_NE(err.find("status=400 type=invalid_request_error param=temperature message=\"temperature must be in [0, 2]\""),
+            std::string::npos)
+      << err;
+  EXPECT_NE(log_line({"INFO request id=" + bid, "status=400", "outcome=error"}), "");
+  // Routes that are not completions, and answers httplib gives before routing.
+  auto h = client(false).Get("/health");
+  EXPECT_NE(log_line({"INFO request id=" + h->get_header_value("X-Request-Id"), "path=/health status=200 total_ms="}), "");
+  auto unauth = client(false).Get("/v1/models");
+  EXPECT_NE(log_line({"error id=" + unauth->get_header_value("X-Request-Id"), "code=invalid_api_key"}), "");
+  auto big = post("/v1/completions", std::string(70 * 1024, ' '));
+  EXPECT_NE(log_line({"error id=" + big->get_header_value("X-Request-Id"), "status=413", "code=request_too_large"}), "");
+}
+
+TEST_F(ServerHttp, WithoutCorsNoHeadersAndOptionsIs405) {
+  httplib::Client c = client();
+  auto r = c.Get("/v1/models", {{"Origin", "http://app.example"}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_FALSE(r->has_header("Access-Control-Allow-Origin"));
+  httplib::Client anon = client(false);
+  auto o = anon.Options("/v1/chat/completions", {{"Origin", "http://app.example"}, {"Access-Control-Request-Method", "POST"}});
+  expect_error(o, 405);
+  EXPECT_EQ(o->get_header_value("Allow"), "GET, POST");
+  EXPECT_FALSE(o->has_header("Access-Control-Allow-Origin"));
+  // Without --metrics-public, /metrics needs the key like the API.
+  expect_error(anon.Get("/metrics"), 401);
+}
+
+TEST_F(ServerHttp, TokenizeAndDetokenize) {
+  auto t = post("/tokenize", R"({"content":"Hello world","with_pieces":true})");
+  ASSERT_TRUE(t);
+  ASSERT_EQ(t->status, 200) << t->body;
+  ojson j = ojson::parse(t->body);
+  ojson ids = ojson::array();
+  for (const auto& e : j["tokens"]) ids.push_back(e["id"]);
+  EXPECT_EQ(ids, ojson(test::tokenizer().encode("Hello world")));
+  auto d = post("/detokenize", ojson({{"tokens", ids}}).dump());
+  ASSERT_TRUE(d);
+  EXPECT_EQ(ojson::parse(d->body), ojson({{"content", "Hello world"}}));
+  expect_error(post("/detokenize", R"({"tokens":[1,99999999]})"), 400, "tokens");
+  expect_error(post("/tokenize", R"({"text":"x"})"), 400, "content");
+  expect_error(client(false).Post("/tokenize", R"({"content":"x"})", "application/json"), 401);
+  EXPECT_NE(client().Get("/metrics")->body.find(R"(route="/tokenize",status="200")"), std::string::npos);
+}
+
+TEST_F(ServerHttp, EchoLogitBiasAndUnsupportedFields) {
+  auto r = post("/v1/completions", R"({"prompt":"Hi there","max_tokens":2,"echo":true,"logit_bias":{"7":-100,"9":3}})");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(ojson::parse(r->body)["choices"][0]["text"], "Hi therew0 w1 ");
+  EXPECT_EQ(engine_.submitted().at(0).sampling.logit_bias, (LogitBias{{7, -100.0}, {9, 3.0}}));
+  auto s = post("/v1/completions", R"({"prompt":"Hi there","max_tokens":2,"echo":true,"stream":true})");
+  ASSERT_TRUE(s);
+  auto ev = sse(s->body);
+  ASSERT_GE(ev.size(), 3u);
+  EXPECT_EQ(ev[0]["choices"][0]["text"], "Hi therew0 ");
+  expect_error(post("/v1/chat/completions", kChat + R"(,"response_format":{"type":"json_object"}})"), 400, "response_format");
+  expect_error(post("/v1/completions", R"({"prompt":"x","best_of":2})"), 400, "best_of");
+  expect_error(post("/v1/chat/completions", kChat + R"(,"logit_bias":{"999999999":1}})"), 400, "logit_bias");
+  EXPECT_EQ(engine_.submitted().size(), 2u);  // the refused ones never reached the engine
+}
+
+class ServerHttpCors : public ServerHttp {
+ protected:
+  void configure(ServerOptions& o) override {
+    o.cors_origins = {"http://app.example"};
+    o.metrics_public = true;
+  }
+};
+
+TEST_F(ServerHttpCors, PreflightNeedsNoKey) {
+  httplib::Client anon = client(false);
+  auto p = anon.Options("/v1/chat/completions", {{"Origin", "http://app.example"},
+                                                 {"Access-Control-Request-Method", "POST"},
+                                                 {"Access-Control-Request-Headers", "authorization,content-type,x-stainless-arch"}});
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->status, 204);
+  EXPECT_EQ(p->get_header_value("Access-Control-Allow-Origin"), "http://app.example");
+  EXPECT_EQ(p->get_header_value_count("Access-Control-Allow-Origin"), 1u);
+  EXPECT_EQ(p->get_header_value("Access-Control-Allow-Methods"), "GET, POST, OPTIONS");
+  EXPECT_EQ(p->get_header_value("Access-Control-Allow-Headers"), "Authorization, Content-Type, X-API-Key, x-stainless-arch");
+  EXPECT_EQ(p->get_header_value("Access-Control-Max-Age"), "600");
+  EXPECT_TRUE(p->body.empty());
+  auto bad = anon.Options("/v1/chat/completions", {{"Origin", "http://evil.example"}, {"Access-Control-Request-Method", "POST"}});
+  expect_error(bad, 403);
+  EXPECT_FALSE(bad->has_header("Access-Control-Allow-Origin"));
+}
+
+TEST_F(ServerHttpCors, EveryAnswerToAnAllowedOriginCarriesTheHeader) {
+  const httplib::Headers origin = {{"Origin", "http://app.example"}};
+  httplib::Client c = client(), anon = client(false);
+  std::vector<httplib::Result> answers;
+  answers.push_back(c.Get("/v1/models", origin));                                  // 200
+  answers.push_back(anon.Get("/v1/models", origin));                               // 401
+  answers.push_back(c.Get("/v1/nothing", origin));                                 // 404
+  answers.push_back(c.Post("/v1/chat/completions", origin, "{", "application/json"));  // 400
+  answers.push_back(c.Post("/v1/chat/completions", origin, std::string(70 * 1024, ' '), "application/json"));  // 413
+  answers.push_back(c.Post("/v1/chat/completions", origin, kChat + R"(,"stream":true})", "application/json"));  // SSE
+  answers.push_back(anon.Get("/health", origin));
+  for (size_t i = 0; i < answers.size(); ++i) {
+    ASSERT_TRUE(answers[i]) << i;
+    EXPECT_EQ(answers[i]->get_header_value("Access-Control-Allow-Origin"), "http://app.example") << i;
+    EXPECT_EQ(answers[i]->get_header_value_count("Access-Control-Allow-Origin"), 1u) << i;
+    EXPECT_EQ(answers[i]->get_header_value("Vary"), "Origin") << i;
+  }
+  EXPECT_EQ(answers[5]->status, 200);
+  EXPECT_NE(answers[5]->body.find("data: [DONE]"), std::string::npos);
+  // Another origin, or none: no header.
+  EXPECT_FALSE(c.Get("/v1/models", {{"Origin", "http://evil.example"}})->has_header("Access-Control-Allow-Origin"));
+  EXPECT_FALSE(c.Get("/v1/models")->has_header("Access-Control-Allow-Origin"));
+}
+
+TEST_F(ServerHttpCors, MetricsPublicApiStillNeedsTheKey) {
+  httplib::Client anon = client(false);
+  auto m = anon.Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->status, 200);
+  EXPECT_NE(m->body.find("strata_http_requests_total"), std::string::npos);
+  expect_error(anon.Get("/v1/models"), 401);
+  expect_error(anon.Post("/v1/chat/completions", kChat + "}", "application/json"), 401);
+  expect_error(anon.Post("/tokenize", R"({"content":"x"})", "application/json"), 401);
 }
 
 TEST_F(ServerHttp, ShuttingDownIs503) {
