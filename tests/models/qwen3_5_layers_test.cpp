@@ -173,7 +173,6 @@ TEST(Qwen35Layers, KvDotsEqualTheirScalarReference) {
   for (const int64_t n : {16, 64, 256}) {
     std::vector<float> q(static_cast<size_t>(n));
     std::vector<uint16_t> k(q.size());
-    std::vector<double> a1(q.size(), 0.0), a2(q.size(), 0.0);
     for (int trial = 0; trial < 50; ++trial) {
       for (auto& x : q) x = round_bf16(nd(rng) * std::ldexp(1.0f, int(rng() % 16) - 8));
       for (auto& x : k) x = f32_to_bf16(nd(rng) * std::ldexp(1.0f, int(rng() % 16) - 8));
@@ -183,19 +182,32 @@ TEST(Qwen35Layers, KvDotsEqualTheirScalarReference) {
       for (const int64_t G : {1, 3, 4, 8}) {
         std::vector<float> qs(static_cast<size_t>(G * n));
         for (auto& x : qs) x = round_bf16(nd(rng));
+        std::vector<double> q64(qs.begin(), qs.end());
         std::vector<double> g1(static_cast<size_t>(G)), g2(g1.size());
-        fast.dots(qs.data(), n, G, k.data(), n, g1.data());
-        ref.dots(qs.data(), n, G, k.data(), n, g2.data());
+        fast.dots(q64.data(), n, G, k.data(), n, g1.data());
+        ref.dots(q64.data(), n, G, k.data(), n, g2.data());
         ASSERT_EQ(std::memcmp(g1.data(), g2.data(), g1.size() * 8), 0) << n << " G " << G;
         for (int64_t g = 0; g < G; ++g) {
           const double one = ref.dot(qs.data() + g * n, k.data(), n);
           ASSERT_EQ(std::memcmp(&one, &g2[size_t(g)], 8), 0);
         }
+        // a block of keys' weighted values into G heads' sums
+        const int64_t nk = 1 + int64_t(rng() % 70);
+        std::vector<std::vector<uint16_t>> vs(static_cast<size_t>(nk), std::vector<uint16_t>(static_cast<size_t>(n)));
+        std::vector<const uint16_t*> vp;
+        for (auto& row : vs) {
+          for (auto& x : row) x = f32_to_bf16(nd(rng) * std::ldexp(1.0f, int(rng() % 16) - 8));
+          vp.push_back(row.data());
+        }
+        std::vector<double> p(static_cast<size_t>(nk * G));
+        for (auto& x : p) x = round_bf16(std::fabs(nd(rng)));
+        std::vector<double> a1(static_cast<size_t>(G * n)), a2(a1.size());
+        for (auto& x : a1) x = nd(rng);
+        a2 = a1;
+        fast.accumulate(a1.data(), G, p.data(), vp.data(), nk, n);
+        ref.accumulate(a2.data(), G, p.data(), vp.data(), nk, n);
+        ASSERT_EQ(std::memcmp(a1.data(), a2.data(), a1.size() * 8), 0) << n << " G " << G << " keys " << nk;
       }
-      const double p = round_bf16(nd(rng));
-      fast.accumulate(a1.data(), p, k.data(), n);
-      ref.accumulate(a2.data(), p, k.data(), n);
-      ASSERT_EQ(std::memcmp(a1.data(), a2.data(), a1.size() * 8), 0) << n;
     }
   }
 }

@@ -7,8 +7,8 @@ namespace strata::models {
 
 namespace avx512 {
 double kv_dot(const float* q, const uint16_t* k, int64_t n);
-void kv_dots(const float* q, int64_t qs, int64_t G, const uint16_t* k, int64_t n, double* out);
-void kv_accumulate(double* acc, double p, const uint16_t* v, int64_t n);
+void kv_dots(const double* q, int64_t qs, int64_t G, const uint16_t* k, int64_t n, double* out);
+void kv_accumulate(double* acc, int64_t G, const double* p, const uint16_t* const* v, int64_t nk, int64_t n);
 }  // namespace avx512
 
 namespace {
@@ -20,12 +20,19 @@ double kv_dot_scalar(const float* q, const uint16_t* k, int64_t n) {
   return kernels::fold16(l);
 }
 
-void kv_dots_scalar(const float* q, int64_t qs, int64_t G, const uint16_t* k, int64_t n, double* out) {
-  for (int64_t g = 0; g < G; ++g) out[g] = kv_dot_scalar(q + g * qs, k, n);
+void kv_dots_scalar(const double* q, int64_t qs, int64_t G, const uint16_t* k, int64_t n, double* out) {
+  for (int64_t g = 0; g < G; ++g) {
+    double l[kernels::kDotLanes] = {};
+    for (int64_t i = 0; i < n; i += kernels::kDotLanes)
+      for (int j = 0; j < kernels::kDotLanes; ++j) l[j] = l[j] + q[g * qs + i + j] * double(bf16_to_f32(k[i + j]));
+    out[g] = kernels::fold16(l);
+  }
 }
 
-void kv_accumulate_scalar(double* acc, double p, const uint16_t* v, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) acc[i] = acc[i] + p * double(bf16_to_f32(v[i]));
+void kv_accumulate_scalar(double* acc, int64_t G, const double* p, const uint16_t* const* v, int64_t nk, int64_t n) {
+  for (int64_t j = 0; j < nk; ++j)
+    for (int64_t g = 0; g < G; ++g)
+      for (int64_t i = 0; i < n; ++i) acc[g * n + i] = acc[g * n + i] + p[j * G + g] * double(bf16_to_f32(v[j][i]));
 }
 
 }  // namespace

@@ -14,10 +14,12 @@ namespace strata::models {
 struct KvDots {
   // Σ q[i]·k[i] over n (n % 16 == 0), unrounded fp64.
   double (*dot)(const float* q, const uint16_t* k, int64_t n);
-  // The same for G query rows q + g·qs against one key (read once): out[g].
-  void (*dots)(const float* q, int64_t qs, int64_t G, const uint16_t* k, int64_t n, double* out);
-  // acc[i] += p · v[i] for i < n (n % 16 == 0).
-  void (*accumulate)(double* acc, double p, const uint16_t* v, int64_t n);
+  // The same for G query rows against one key (read once): out[g] = Σ q[g·qs + i]·k[i], q the
+  // rows' fp32 values widened to fp64 once for every key.
+  void (*dots)(const double* q, int64_t qs, int64_t G, const uint16_t* k, int64_t n, double* out);
+  // acc[g·n + i] += p[j·G + g] · v[j][i] for keys j < nk in order, heads g < G, i < n (n % 16 == 0):
+  // a block of keys per call, so the sums stay in registers across its keys.
+  void (*accumulate)(double* acc, int64_t G, const double* p, const uint16_t* const* v, int64_t nk, int64_t n);
 };
 
 KvDots kv_dots(Isa isa);

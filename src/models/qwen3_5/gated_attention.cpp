@@ -42,12 +42,15 @@ void attend_group(const float* q, int64_t qs, int64_t G, const cache::EntryArray
                   double* acc, float* o, int64_t os) {
   thread_local Bf16Memo e_memo, p_memo;
   double dots[8];
+  std::vector<double> q64(static_cast<size_t>(G * D));  // widened once, not once a key
+  for (int64_t g = 0; g < G; ++g)
+    for (int64_t i = 0; i < D; ++i) q64[size_t(g * D + i)] = double(q[g * qs + i]);
   std::vector<double> mx(static_cast<size_t>(G), -INFINITY);
   for (int64_t j = 0; j < visible; ++j) {
     const auto* kj = reinterpret_cast<const uint16_t*>(kv.entry(j)) + kv_head * D;
     for (int64_t g0 = 0; g0 < G; g0 += 8) {
       const int64_t gn = std::min<int64_t>(8, G - g0);
-      kd.dots(q + g0 * qs, qs, gn, kj, D, dots);
+      kd.dots(q64.data() + g0 * D, D, gn, kj, D, dots);
       for (int64_t g = g0; g < g0 + gn; ++g) {
         const float zj = round_bf16(round_bf16(float(dots[g - g0])) * scale);
         zb[g * visible + j] = f32_to_bf16(zj);
@@ -72,11 +75,18 @@ void attend_group(const float* q, int64_t qs, int64_t G, const cache::EntryArray
       z[j] = uint16_t(p_memo.get(bits, [&] { return double(f32_to_bf16(float(e(bits) / s))); }));
     }
   }
-  // P·V, each value row read once for the group; each element sums in key order.
+  // P·V, each value row read once for the group, in blocks of keys; each element sums in key order.
+  constexpr int64_t kKeys = 64;
   std::fill(acc, acc + G * D, 0.0);
-  for (int64_t j = 0; j < visible; ++j) {
-    const auto* vj = reinterpret_cast<const uint16_t*>(kv.entry(j)) + (kv_heads + kv_head) * D;
-    for (int64_t g = 0; g < G; ++g) kd.accumulate(acc + g * D, double(bf16_to_f32(zb[g * visible + j])), vj, D);
+  std::vector<double> p(static_cast<size_t>(kKeys * G));
+  const uint16_t* v[kKeys];
+  for (int64_t j0 = 0; j0 < visible; j0 += kKeys) {
+    const int64_t nk = std::min(kKeys, visible - j0);
+    for (int64_t j = 0; j < nk; ++j) {
+      v[j] = reinterpret_cast<const uint16_t*>(kv.entry(j0 + j)) + (kv_heads + kv_head) * D;
+      for (int64_t g = 0; g < G; ++g) p[size_t(j * G + g)] = double(bf16_to_f32(zb[g * visible + j0 + j]));
+    }
+    kd.accumulate(acc, G, p.data(), v, nk, D);
   }
   for (int64_t g = 0; g < G; ++g)
     for (int64_t i = 0; i < D; ++i) o[g * os + i] = round_bf16(float(acc[g * D + i]));
