@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "server/api_error.h"
+#include "server/json_field.h"
 #include "server/unsupported_fields.h"
 #include "text/chat_format.h"
 #include "text/tokenizer.h"
@@ -14,10 +15,6 @@ namespace {
 using ojson = nlohmann::ordered_json;
 
 
-const ojson* field(const ojson& j, const char* name) {
-  auto it = j.find(name);
-  return it == j.end() || it->is_null() ? nullptr : &*it;
-}
 
 bool get_bool(const ojson& j, const char* name, bool def) {
   const ojson* v = field(j, name);

@@ -3,16 +3,13 @@
 #include <string>
 
 #include "server/api_error.h"
+#include "server/json_field.h"
 
 namespace strata::server {
 namespace {
 
 using ojson = nlohmann::ordered_json;
 
-const ojson* field(const ojson& j, const char* name) {
-  auto it = j.find(name);
-  return it == j.end() || it->is_null() ? nullptr : &*it;
-}
 
 // No grammar-constrained decoding yet: JSON mode and schemas cannot be guaranteed.
 void check_response_format(const ojson& j) {

@@ -4,8 +4,8 @@
 // The model has random weights: tests compare shapes, determinism and equality, not content.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
+import { startStrataServe } from './start_server.mjs';
 
 const require = createRequire(import.meta.url);
 const OpenAI = require('./npm/node_modules/openai').default;
@@ -16,26 +16,9 @@ const KEY = 'test-key';
 const NAME = 'flash-tiny';
 const CONTEXT = 1024;
 
-// Starts a server; resolves with {url, proc, exited, err (its stderr so far)} once it prints its address.
 function startServer(extra = []) {
-  const args = ['serve', '--model', MODEL_DIR, '--host', '127.0.0.1', '--port', '0', '--api-key', KEY,
-    '--model-name', NAME, '--max-context', String(CONTEXT), ...extra];
-  const proc = spawn(BIN, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-  let err = '';
-  const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal, err })));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('server did not start: ' + err)), 60000);
-    proc.stderr.on('data', (d) => {
-      err += d;
-      const m = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(err);
-      if (m && !proc.started) {
-        proc.started = true;
-        clearTimeout(timer);
-        resolve({ url: m[1], proc, exited, get err() { return err; } });
-      }
-    });
-    proc.on('exit', () => reject(new Error('server exited: ' + err)));
-  });
+  return startStrataServe(BIN, ['--model', MODEL_DIR, '--api-key', KEY, '--model-name', NAME,
+    '--max-context', String(CONTEXT), ...extra]);
 }
 
 const server = await startServer(['--max-running', '8', '--max-queue', '64', '--max-body-bytes', '65536']);

@@ -6,8 +6,8 @@
 // checkpoint without its mtp.* tensors).
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
+import { startStrataServe } from './start_server.mjs';
 
 const require = createRequire(import.meta.url);
 const OpenAI = require('./npm/node_modules/openai').default;
@@ -17,24 +17,7 @@ const MODEL_DIR = process.env.STRATA_MODEL_DIR;
 const NAME = 'qwen3.5-tiny';
 
 function startServer(dir, extra = []) {
-  const args = ['serve', '--model', dir, '--host', '127.0.0.1', '--port', '0', '--model-name', NAME,
-    '--max-context', '1024', '--max-running', '4', ...extra];
-  const proc = spawn(BIN, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-  let err = '';
-  const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal, err })));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('server did not start: ' + err)), 60000);
-    proc.stderr.on('data', (d) => {
-      err += d;
-      const m = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(err);
-      if (m && !proc.started) {
-        proc.started = true;
-        clearTimeout(timer);
-        resolve({ url: m[1], proc, exited, err: () => err });
-      }
-    });
-    proc.on('exit', () => reject(new Error('server exited: ' + err)));
-  });
+  return startStrataServe(BIN, ['--model', dir, '--model-name', NAME, '--max-context', '1024', '--max-running', '4', ...extra]);
 }
 
 const plain = await startServer(MODEL_DIR);
@@ -156,7 +139,7 @@ test('a checkpoint without mtp.* serves plainly and refuses --speculative', asyn
     const req = { model: NAME, messages: user('Hello there'), max_tokens: 12, temperature: 0 };
     const [x, y] = await Promise.all([c.chat.completions.create(req), client.chat.completions.create(req)]);
     assert.deepEqual(x.choices[0].message, y.choices[0].message);
-    assert.match(s.err(), /no mtp\.\* tensors/);
+    assert.match(s.err, /no mtp\.\* tensors/);
   } finally {
     s.proc.kill('SIGTERM');
     await s.exited;
