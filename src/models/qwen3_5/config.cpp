@@ -1,5 +1,9 @@
 #include "models/qwen3_5/config.h"
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "core/error.h"
 
 namespace strata::qwen35 {
@@ -23,6 +27,50 @@ bool take(const json& j, const char* key, T& out, const std::string& where, bool
 
 void require(bool ok, const std::string& where, const std::string& what) {
   if (!ok) throw Error(where + ": " + what);
+}
+
+// Keys a Qwen3.5 text config may hold: what the parser reads and what published configs and
+// transformers' config class carry besides.
+const std::vector<std::string>& known_text_keys() {
+  static const std::vector<std::string> k = {
+      "architectures", "attention_bias", "attention_dropout", "attn_output_gate", "bos_token_id",
+      "decoder_sparse_step", "dtype", "eos_token_id", "full_attention_interval", "head_dim", "hidden_act",
+      "hidden_size", "initializer_range", "intermediate_size", "layer_types", "linear_conv_kernel_dim",
+      "linear_key_head_dim", "linear_num_key_heads", "linear_num_value_heads", "linear_value_head_dim",
+      "mamba_ssm_dtype", "max_position_embeddings", "mlp_only_layers", "model_type", "moe_intermediate_size",
+      "mtp_num_hidden_layers", "mtp_use_dedicated_embeddings", "norm_topk_prob", "num_attention_heads",
+      "num_experts", "num_experts_per_tok", "num_hidden_layers", "num_key_value_heads", "output_router_logits",
+      "pad_token_id", "partial_rotary_factor", "rms_norm_eps", "rope_parameters", "rope_scaling", "rope_theta",
+      "rope_type", "router_aux_loss_coef", "shared_expert_intermediate_size", "strata_random_weights",
+      "tie_word_embeddings", "torch_dtype", "transformers_version", "use_cache", "vocab_size"};
+  return k;
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> d(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) d[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = d[0];
+    d[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = d[j];
+      d[j] = std::min({d[j] + 1, d[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
+      diag = up;
+    }
+  }
+  return d[b.size()];
+}
+
+// A key one or two edits from a known one is a misspelling that would silently fall back to a
+// default: an error. Other unknown keys are left alone (configs carry many a tool's extras).
+void check_spelling(const json& t, const std::string& where) {
+  for (const auto& [key, value] : t.items()) {
+    const auto& known = known_text_keys();
+    if (key.size() < 5 || std::find(known.begin(), known.end(), key) != known.end()) continue;
+    for (const auto& k : known)
+      if (edit_distance(key, k) <= 2)
+        throw Error(where + ": unknown key '" + key + "' (did you mean '" + k + "'?)");
+  }
 }
 
 }  // namespace
@@ -49,6 +97,7 @@ Config parse_config(const json& j, const std::string& where) {
     c.has_vision = j.contains("vision_config") && j["vision_config"].is_object();
   }
   take(*t, "model_type", c.model_type, w, true);
+  check_spelling(*t, w);
   require(c.model_type == "qwen3_5_text" || c.model_type == "qwen3_5_moe_text", w,
           "model_type '" + c.model_type + "' is not qwen3_5_text or qwen3_5_moe_text");
   require(c.wrapper_type.empty() || (c.wrapper_type == "qwen3_5") == (c.model_type == "qwen3_5_text"), w,
