@@ -6,13 +6,15 @@
 // bf16 gate/up projection (3584 × 1024, 7 MB: a small matrix read once a step), and two few-output products that
 // prefill runs over many rows (mHC's f32 24 × 16384 mixes, the indexer's bf16 64 × 4096 head weights).
 // The *L2 cases hold one copy that fits L2: the kernel's compute rate without the memory.
-// Run: build/<dir>/bench/linear_bench [--benchmark_filter=...]; STRATA_THREADS sets threads.
+// Run: build/<dir>/bench/linear_bench [--benchmark_filter=...]; STRATA_THREADS sets threads,
+// STRATA_NUMERICS=exact|fast the numerics profile (core/numerics.h).
 #include <benchmark/benchmark.h>
 
 #include <cstring>
 #include <random>
 #include <vector>
 
+#include "core/numerics.h"
 #include "kernels/linear.h"
 #include "kernels/quant.h"
 
@@ -59,6 +61,11 @@ Copies make(WeightFormat f, int64_t out, int64_t in, bool cached) {
 // (the FP4 integer route needs that form; normal floats take the fp64 decoder).
 void run(benchmark::State& st, WeightFormat f, int64_t out, int64_t in, bool fp8_x = false, bool cached = false) {
   const int64_t rows = st.range(0);
+  static const bool profile_set = [] {
+    if (auto n = strata::numerics_from_env()) strata::set_numerics(*n);
+    return true;
+  }();
+  (void)profile_set;
   static Copies c;
   static WeightFormat made = WeightFormat::f32;
   static int64_t made_out = 0, made_in = 0;
@@ -101,14 +108,14 @@ void BM_Bf16IndexerHeads(benchmark::State& st) { run(st, WeightFormat::bf16, 64,
 }  // namespace
 
 BENCHMARK(BM_Fp4Expert)->Arg(1)->Arg(2)->Arg(4)->Arg(16)->Arg(128)->UseRealTime();
-BENCHMARK(BM_Fp4ExpertInt)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(16)->Arg(64)->UseRealTime();
-BENCHMARK(BM_Fp4ExpertIntL2)->Arg(1)->Arg(4)->UseRealTime();
+BENCHMARK(BM_Fp4ExpertInt)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(16)->Arg(64)->Arg(256)->UseRealTime();
+BENCHMARK(BM_Fp4ExpertIntL2)->Arg(1)->Arg(4)->Arg(256)->UseRealTime();
 BENCHMARK(BM_Fp8Wqb)->Arg(1)->Arg(2)->Arg(3)->Arg(4)->Arg(16)->Arg(128)->UseRealTime();
-BENCHMARK(BM_Fp8Wqa)->Arg(1)->Arg(2)->Arg(3)->Arg(4)->UseRealTime();
-BENCHMARK(BM_Fp8WqaL2)->Arg(1)->Arg(4)->Arg(16)->Arg(32)->UseRealTime();
+BENCHMARK(BM_Fp8Wqa)->Arg(1)->Arg(2)->Arg(3)->Arg(4)->Arg(256)->UseRealTime();
+BENCHMARK(BM_Fp8WqaL2)->Arg(1)->Arg(4)->Arg(16)->Arg(32)->Arg(256)->UseRealTime();
 BENCHMARK(BM_Bf16Head)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(16)->Arg(32)->Arg(128)->UseRealTime();
 BENCHMARK(BM_Bf16HeadL2)->Arg(1)->Arg(4)->Arg(8)->Arg(32)->UseRealTime();
-BENCHMARK(BM_Bf16QwenGateUp)->Arg(1)->Arg(8)->Arg(64)->UseRealTime();
+BENCHMARK(BM_Bf16QwenGateUp)->Arg(1)->Arg(8)->Arg(64)->Arg(256)->UseRealTime();
 BENCHMARK(BM_F32HcMix)->Arg(4)->Arg(64)->Arg(512)->UseRealTime();
 BENCHMARK(BM_Bf16IndexerHeads)->Arg(64)->Arg(512)->UseRealTime();
 

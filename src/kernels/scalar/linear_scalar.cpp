@@ -4,9 +4,11 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/numerics.h"
 #include "core/numfmt.h"
 #include "kernels/aligned_buffer.h"
 #include "kernels/dot.h"
+#include "kernels/fast_linear.h"
 #include "kernels/linear.h"
 #include "kernels/linear_profile.h"
 #include "kernels/parallel.h"
@@ -117,6 +119,7 @@ void linear_unprofiled(const LinearWeight& w, const float* x, int64_t rows, floa
     for (int64_t r = 0; r < rows; ++r) quant_fp8(x + r * in, in, kActBlock, xq.data() + r * in);
     x = xq.data();
   }
+  if (active_numerics() == Numerics::fast) return fast_linear(w, x, rows, y, rb);
   if (active_isa() == Isa::avx512 && avx512::linear_supported(w)) {
     const int64_t blocks = (out + 3) / 4;
     // Up to ~16 chunks a thread, in whole 128-row bands (FP8's scale band: its GEMV scales the
