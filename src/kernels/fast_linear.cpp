@@ -101,7 +101,7 @@ void fast_linear_portable(Isa isa, const LinearWeight& w, const float* x, int64_
       for (int64_t r = 0; r < rows; ++r) {
         const float v = bf16_rows[r] ? dot_bf16_route(acc_fn, xb.data() + r * k32, wb.data(), k32)
                                      : dot_f32_route(fma_fn, xf.data() + r * k16, wf.data(), k16);
-        y[r * out + n] = rb ? round_bf16(v) : v;
+        y[r * out + n] = fast_output(v, rb);
       }
     }
   });
@@ -158,7 +158,7 @@ float fast_dot_reference(const LinearWeight& w, int64_t r, const float* x) {
       for (int64_t i = 0; i < kFastLanes; ++i) total[i] += acc[i];
     }
   }
-  return fold16(total);
+  return fast_output(fold16(total), false);
 }
 
 void fast_linear_isa(Isa isa, const LinearWeight& w, const float* x, int64_t rows, float* y, bool rb) {

@@ -25,11 +25,14 @@
 // totals start at +0). The last block may be short: it runs to the next multiple of 32 (bf16) or
 // 16 (f32) columns, the added columns zeros in both x̂ and ŵ, and stops there. The output is
 // the fixed fold of the 16 totals, t[i] += t[i + h] for h = 8, 4, 2, 1 (i < h), then t[0],
-// rounded to bf16 when asked.
+// rounded to bf16 when asked. A NaN output is the quiet NaN 0x7FC00000: which of two NaNs an fp32
+// add passes on follows its operand order, and compilers may swap the operands of an add.
 #pragma once
+#include <bit>
 #include <cstdint>
 
 #include "core/cpu.h"
+#include "core/numfmt.h"
 #include "kernels/linear.h"
 
 namespace strata::kernels {
@@ -53,5 +56,11 @@ void fast_linear_isa(Isa isa, const LinearWeight& w, const float* x, int64_t row
 
 // One output element by the definition, written plainly: what the kernels are tested against.
 float fast_dot_reference(const LinearWeight& w, int64_t r, const float* x);
+
+// An output as the definition gives it: NaN made the one quiet NaN, rounded to bf16 when asked.
+inline float fast_output(float v, bool round_bf16_out) {
+  if (v != v) return std::bit_cast<float>(0x7FC00000u);
+  return round_bf16_out ? round_bf16(v) : v;
+}
 
 }  // namespace strata::kernels

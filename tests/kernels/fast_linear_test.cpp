@@ -171,10 +171,19 @@ TEST(FastLinear, ScalesAtTheRangeLimitsAndSpecialCodes) {
     }
     const auto x = make_x(Act::fp8, 3, 256, 5);
     expect_definition(w, x, 3, false);
+    // one-hot activation rows: each output is one decoded weight value, bit for bit
+    std::vector<float> eye(256 * 256, 0.0f);
+    for (int k = 0; k < 256; ++k) eye[size_t(k * 256 + k)] = 1.0f;
+    expect_definition(w, eye, 256, false);
   }
-  for (int lo : {0, 3, 200}) {
-    const Weight w = make_weight(WeightFormat::fp4, 8, 128, uint32_t(lo), lo);
+  for (int lo : {0, 1, 2, 3, 126, 200, 252, 253}) {
+    Weight w = make_weight(WeightFormat::fp4, 8, 128, uint32_t(lo), lo);
+    for (size_t i = 0; i < 64; ++i) w.bytes[i] = uint8_t(i * 17 + 3);  // row 0: every nibble, both places
+    for (auto& s : w.scale) s = uint8_t(lo);
     expect_definition(w, make_x(Act::fp8, 2, 128, 6), 2, false);
+    std::vector<float> eye(128 * 128, 0.0f);
+    for (int k = 0; k < 128; ++k) eye[size_t(k * 128 + k)] = 1.0f;
+    expect_definition(w, eye, 128, false);
   }
 }
 

@@ -1,13 +1,16 @@
 // The fast profile's linear on AVX-512 (kernels/fast_linear.h): the bf16 route on vdpbf16ps
 // itself, the f32 route on vfmadd231ps, both in the definition's lane order and blocks.
 //
-// Weight rows are decoded kTile at a time into bf16 (or fp32) scratch with their scales applied
-// — once a call for the whole batch — and register tiles of MR activation rows × NR weight rows
-// then run over every column: MR·NR lanes of block sums and MR·NR running totals in zmm
-// registers. bf16 weights whose rows need no padding are read in place.
+// Weights go kTile rows at a time (a divisor of FP8's 128-row scale band), kChunk columns at a
+// time: the chunk is decoded to bf16 (or fp32) with its scales applied, 16 or 32 KB that stay in
+// L1 while every activation row runs over it; bf16 and f32 weights that need no padding are read
+// in place (bf16 rows for fp32 activations widened in registers). Register tiles of MR activation
+// rows × NR weight rows hold the block sums; the running totals of each (row, output) live in a
+// small buffer, added once a block. Every output is the definition's, whatever the tiling.
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -21,9 +24,106 @@ namespace strata::kernels::avx512 {
 
 namespace {
 
-constexpr int64_t kTile = 12;  // weight rows decoded together; every NR below divides it
+constexpr int64_t kTile = 16;    // weight rows a tile
+constexpr int64_t kChunk = 512;  // columns decoded at a time: a multiple of the 128-column block
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+// What the kernel reads: activations and weights as bf16 pairs (the bf16 route), or fp32
+// activations against fp32 weights, or against bf16 weights widened in registers (f32 route).
+enum class Kind { bf16, f32, f32_w16 };
+
+template <Kind K>
+inline __m512 load_w(const void* w, int64_t k) {
+  if constexpr (K == Kind::f32_w16) {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(w) + k));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  } else if constexpr (K == Kind::bf16) {
+    return _mm512_loadu_ps(reinterpret_cast<const float*>(static_cast<const uint16_t*>(w) + k));
+  } else {
+    return _mm512_loadu_ps(static_cast<const float*>(w) + k);
+  }
+}
+
+template <Kind K>
+inline __m512 load_x(const void* x, int64_t k) {
+  if constexpr (K == Kind::bf16)
+    return _mm512_loadu_ps(reinterpret_cast<const float*>(static_cast<const uint16_t*>(x) + k));
+  else
+    return _mm512_loadu_ps(static_cast<const float*>(x) + k);
+}
+
+// MR activation rows × NR weight rows over columns [0, len) of a chunk (whole 128-column blocks
+// but the padded last one). x rows at x + r·xs, weight rows at w + n·ws (elements); the lane
+// totals at tot + (r·kTile + n)·16.
+template <int MR, int NR, Kind K>
+void micro(const void* xv, int64_t xs, const void* wv, int64_t ws, int64_t len, float* tot) {
+  constexpr int64_t per_vec = K == Kind::bf16 ? 32 : 16;
+  constexpr int64_t esz_x = K == Kind::bf16 ? 2 : 4, esz_w = K == Kind::f32 ? 4 : 2;
+  const char* x = static_cast<const char*>(xv);
+  const char* w = static_cast<const char*>(wv);
+  for (int64_t c = 0; c < len; c += kFastBlock) {
+    const int64_t end = std::min(c + kFastBlock, len);
+    __m512 acc[MR][NR];
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 16
+      for (int n = 0; n < NR; ++n) acc[r][n] = _mm512_setzero_ps();
+    for (int64_t k = c; k < end; k += per_vec) {
+      __m512 xr[MR];
+#pragma GCC unroll 16
+      for (int r = 0; r < MR; ++r) xr[r] = load_x<K>(x + r * xs * esz_x, k);
+#pragma GCC unroll 16
+      for (int n = 0; n < NR; ++n) {
+        const __m512 wn = load_w<K>(w + n * ws * esz_w, k);
+#pragma GCC unroll 16
+        for (int r = 0; r < MR; ++r) {
+          if constexpr (K == Kind::bf16)
+            acc[r][n] = _mm512_dpbf16_ps(acc[r][n], (__m512bh)xr[r], (__m512bh)wn);
+          else
+            acc[r][n] = _mm512_fmadd_ps(xr[r], wn, acc[r][n]);
+        }
+      }
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 16
+      for (int n = 0; n < NR; ++n) {
+        float* t = tot + (r * kTile + n) * 16;
+        _mm512_storeu_ps(t, _mm512_add_ps(_mm512_loadu_ps(t), acc[r][n]));
+      }
+  }
+}
+
+// Every activation row against the tile's kTile weight rows over a chunk's [0, len).
+template <Kind K>
+void tile_chunk(const void* x, int64_t xs, int64_t rows, const void* w, int64_t ws, int64_t len, float* tot) {
+  const int64_t esz_x = K == Kind::bf16 ? 2 : 4, esz_w = K == Kind::f32 ? 4 : 2;
+  const auto* xb = static_cast<const char*>(x);
+  const auto* wb = static_cast<const char*>(w);
+  for (int64_t r = 0; r < rows;) {
+    const char* xr = xb + r * xs * esz_x;
+    float* t = tot + r * kTile * 16;
+    switch (std::min<int64_t>(rows - r, 4)) {
+      case 4:
+        for (int n = 0; n < kTile; n += 4) micro<4, 4, K>(xr, xs, wb + n * ws * esz_w, ws, len, t + n * 16);
+        r += 4;
+        break;
+      case 3:
+        for (int n = 0; n < kTile; n += 8) micro<3, 8, K>(xr, xs, wb + n * ws * esz_w, ws, len, t + n * 16);
+        r += 3;
+        break;
+      case 2:
+        for (int n = 0; n < kTile; n += 8) micro<2, 8, K>(xr, xs, wb + n * ws * esz_w, ws, len, t + n * 16);
+        r += 2;
+        break;
+      default:
+        micro<1, 16, K>(xr, xs, wb, ws, len, t);
+        r += 1;
+        break;
+    }
+  }
+}
 
 // t[i] += t[i + h] for h = 8, 4, 2, 1: the definition's fold.
 inline float fold16(__m512 v) {
@@ -34,193 +134,213 @@ inline float fold16(__m512 v) {
   return _mm_cvtss_f32(b);
 }
 
-// MR activation rows × NR weight rows over kpad columns (a multiple of 32 for bf16, 16 for f32,
-// zero padded). x rows at x + r·xs, weight rows at w + n·ws (elements of 2 or 4 bytes).
-template <int MR, int NR, bool kBf16>
-void micro(const void* xv, int64_t xs, const void* wv, int64_t ws, int64_t kpad, float* res) {
-  using T = std::conditional_t<kBf16, uint16_t, float>;
-  const T* x = static_cast<const T*>(xv);
-  const T* w = static_cast<const T*>(wv);
-  constexpr int64_t per_vec = kBf16 ? 32 : 16;
-  __m512 tot[MR][NR], acc[MR][NR];
-#pragma GCC unroll 16
-  for (int r = 0; r < MR; ++r)
-#pragma GCC unroll 16
-    for (int n = 0; n < NR; ++n) tot[r][n] = _mm512_setzero_ps();
-  for (int64_t c = 0; c < kpad; c += kFastBlock) {
-    const int64_t end = std::min(c + kFastBlock, kpad);
-#pragma GCC unroll 16
-    for (int r = 0; r < MR; ++r)
-#pragma GCC unroll 16
-      for (int n = 0; n < NR; ++n) acc[r][n] = _mm512_setzero_ps();
-    for (int64_t k = c; k < end; k += per_vec) {
-      __m512 xr[MR];
-#pragma GCC unroll 16
-      for (int r = 0; r < MR; ++r) xr[r] = _mm512_loadu_ps(reinterpret_cast<const float*>(x + r * xs + k));
-#pragma GCC unroll 16
-      for (int n = 0; n < NR; ++n) {
-        const __m512 wn = _mm512_loadu_ps(reinterpret_cast<const float*>(w + n * ws + k));
-#pragma GCC unroll 16
-        for (int r = 0; r < MR; ++r) {
-          if constexpr (kBf16)
-            acc[r][n] = _mm512_dpbf16_ps(acc[r][n], (__m512bh)xr[r], (__m512bh)wn);
-          else
-            acc[r][n] = _mm512_fmadd_ps(xr[r], wn, acc[r][n]);
+// ---- decoding columns [c0, c1) of weight row r (c1 <= in rounded up) to dst[0, c1 - c0) ----
+
+// The 128 e4m3 magnitudes as bf16 (exact: e4m3's subnormals are normal bf16 numbers), the NaN
+// code a quiet NaN: four registers of 32 entries.
+struct E4m3Table {
+  alignas(64) uint16_t bf16[128];
+  E4m3Table() {
+    for (int i = 0; i < 128; ++i) bf16[i] = f32_to_bf16(e4m3_to_f32(uint8_t(i)));
+  }
+};
+const E4m3Table& e4m3_table() {
+  static const E4m3Table t;
+  return t;
+}
+
+// 32 e4m3 codes times 2^k, for a k that keeps every non-zero magnitude a normal bf16 (e8m0 byte
+// in [10, 246]): the magnitude from the table already scaled (k added to the exponent of its
+// non-zero, non-NaN entries), then the sign.
+inline __m512i e4m3_bf16(__m256i b, const __m512i (&t)[4]) {
+  const __m512i i = _mm512_cvtepu8_epi16(b);
+  const __m512i lo = _mm512_permutex2var_epi16(t[0], i, t[1]);  // index bits 0-5
+  const __m512i hi = _mm512_permutex2var_epi16(t[2], i, t[3]);
+  const __m512i v = _mm512_mask_blend_epi16(_mm256_test_epi8_mask(b, _mm256_set1_epi8(0x40)), lo, hi);
+  return _mm512_mask_mov_epi16(v, _mm256_movepi8_mask(b), _mm512_or_si512(v, _mm512_set1_epi16(int16_t(0x8000))));
+}
+
+// The general form (any scale): through fp32, code · 2^120 restoring the bias, times the scale.
+inline __m512 e4m3_scaled_f32(__m512i v, __m512 s) {
+  const __m512i vm = _mm512_and_si512(v, _mm512_set1_epi32(0x7F));
+  const __m512i sign = _mm512_and_si512(_mm512_slli_epi32(v, 24), _mm512_set1_epi32(int(0x80000000u)));
+  __m512 m = _mm512_castsi512_ps(_mm512_or_si512(_mm512_slli_epi32(vm, 20), sign));
+  m = _mm512_mul_ps(_mm512_mul_ps(m, _mm512_set1_ps(0x1p120f)), s);
+  const __mmask16 nan = _mm512_cmpeq_epi32_mask(vm, _mm512_set1_epi32(0x7F));
+  return _mm512_castsi512_ps(_mm512_mask_or_epi32(_mm512_castps_si512(m), nan, sign, _mm512_set1_epi32(0x7FC00000)));
+}
+
+// Rows [r0, r0 + rows) of an FP8 weight (one 128-row scale band: a tile), columns [c0, c1), to
+// dst + j·stride. Block by block, so each block's scaled table serves every row of the tile.
+void decode_fp8_tile(const LinearWeight& w, int64_t r0, int64_t rows, int64_t c0, int64_t c1, uint16_t* dst,
+                     int64_t stride) {
+  const int64_t in = w.in;
+  const uint8_t* sc = w.scale + (r0 / 128) * ((in + 127) / 128);
+  const E4m3Table& table = e4m3_table();
+  for (int64_t c = c0; c < c1; c += kFastBlock) {
+    const uint8_t e = sc[c / 128];
+    const int64_t end = std::min(c + kFastBlock, c1);
+    const int64_t full_end = std::min(end, in / 32 * 32);  // whole vectors inside the row
+    if (e >= 10 && e <= 246) {
+      const __m512i shift = _mm512_set1_epi16(int16_t((int(e) - 127) * 128));
+      // every entry but zero (entry 0) and the NaN (entry 127) takes the scale
+      const __m512i t[4] = {
+          _mm512_mask_add_epi16(_mm512_load_si512(table.bf16), ~__mmask32(1), _mm512_load_si512(table.bf16), shift),
+          _mm512_add_epi16(_mm512_load_si512(table.bf16 + 32), shift),
+          _mm512_add_epi16(_mm512_load_si512(table.bf16 + 64), shift),
+          _mm512_mask_add_epi16(_mm512_load_si512(table.bf16 + 96), __mmask32(0x7FFFFFFFu),
+                                _mm512_load_si512(table.bf16 + 96), shift)};
+      for (int64_t j = 0; j < rows; ++j) {
+        const uint8_t* p = static_cast<const uint8_t*>(w.data) + (r0 + j) * in;
+        uint16_t* d = dst + j * stride - c0;
+        int64_t k = c;
+        for (; k < full_end; k += 32)
+          _mm512_storeu_si512(d + k, e4m3_bf16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + k)), t));
+        for (; k < end; k += 32) {
+          const int64_t n = in - k;
+          const __mmask32 m = n <= 0 ? 0 : __mmask32((1u << n) - 1u);
+          _mm512_storeu_si512(d + k, _mm512_maskz_mov_epi16(m, e4m3_bf16(_mm256_maskz_loadu_epi8(m, p + k), t)));
+        }
+      }
+    } else {
+      const __m512 s = _mm512_set1_ps(e8m0_to_f32(e));
+      for (int64_t j = 0; j < rows; ++j) {
+        const uint8_t* p = static_cast<const uint8_t*>(w.data) + (r0 + j) * in;
+        uint16_t* d = dst + j * stride - c0;
+        for (int64_t k = c; k < end; k += 32) {
+          const int64_t n = std::min<int64_t>(32, in - k);
+          const __mmask32 m = n >= 32 ? ~__mmask32(0) : n <= 0 ? 0 : __mmask32((1u << n) - 1u);
+          const __m256i b = _mm256_maskz_loadu_epi8(m, p + k);
+          const __m512 lo = e4m3_scaled_f32(_mm512_cvtepu8_epi32(_mm256_castsi256_si128(b)), s);
+          const __m512 hi = e4m3_scaled_f32(_mm512_cvtepu8_epi32(_mm256_extracti128_si256(b, 1)), s);
+          _mm512_storeu_si512(d + k, _mm512_maskz_mov_epi16(m, (__m512i)_mm512_cvtne2ps_pbh(hi, lo)));
         }
       }
     }
-#pragma GCC unroll 16
-    for (int r = 0; r < MR; ++r)
-#pragma GCC unroll 16
-      for (int n = 0; n < NR; ++n) tot[r][n] = _mm512_add_ps(tot[r][n], acc[r][n]);
-  }
-#pragma GCC unroll 16
-  for (int r = 0; r < MR; ++r)
-#pragma GCC unroll 16
-    for (int n = 0; n < NR; ++n) res[r * kTile + n] = fold16(tot[r][n]);
-}
-
-// Every activation row of a route against one tile of kTile weight rows: res[r·kTile + n].
-template <bool kBf16>
-void tile_products(const void* x, int64_t xs, int64_t rows, const void* w, int64_t ws, int64_t kpad, float* res) {
-  const int64_t esz = kBf16 ? 2 : 4;
-  const auto* xb = static_cast<const char*>(x);
-  const auto* wb = static_cast<const char*>(w);
-  for (int64_t r = 0; r < rows;) {
-    const char* xr = xb + r * xs * esz;
-    float* rr = res + r * kTile;
-    switch (std::min<int64_t>(rows - r, 4)) {
-      case 4:
-        for (int n = 0; n < kTile; n += 3) micro<4, 3, kBf16>(xr, xs, wb + n * ws * esz, ws, kpad, rr + n);
-        r += 4;
-        break;
-      case 3:
-        for (int n = 0; n < kTile; n += 4) micro<3, 4, kBf16>(xr, xs, wb + n * ws * esz, ws, kpad, rr + n);
-        r += 3;
-        break;
-      case 2:
-        for (int n = 0; n < kTile; n += 6) micro<2, 6, kBf16>(xr, xs, wb + n * ws * esz, ws, kpad, rr + n);
-        r += 2;
-        break;
-      default:
-        micro<1, 12, kBf16>(xr, xs, wb, ws, kpad, rr);
-        r += 1;
-        break;
-    }
   }
 }
 
-// 16 e4m3 codes (one per 32-bit lane) → fp32 values times scale s (s120 = 2^120·s, or 2^120 and
-// s in two steps when that would overflow): the bits of e4m3_to_f32(v) · s.
-inline __m512 e4m3_scaled(__m512i v, __m512 s120, __m512 s_hi, bool two_step) {
-  const __m512i vm = _mm512_and_si512(v, _mm512_set1_epi32(0x7F));
-  const __m512i sign = _mm512_and_si512(_mm512_slli_epi32(v, 24), _mm512_set1_epi32(int(0x80000000u)));
-  // exponent and mantissa moved into fp32's fields: the value · 2^-120 (subnormal codes become
-  // fp32 subnormals, exact); the product restores the bias
-  __m512 m = _mm512_castsi512_ps(_mm512_or_si512(_mm512_slli_epi32(vm, 20), sign));
-  m = _mm512_mul_ps(m, s120);
-  if (two_step) m = _mm512_mul_ps(m, s_hi);
-  const __mmask16 nan = _mm512_cmpeq_epi32_mask(vm, _mm512_set1_epi32(0x7F));
-  return _mm512_castsi512_ps(
-      _mm512_mask_or_epi32(_mm512_castps_si512(m), nan, sign, _mm512_set1_epi32(0x7FC00000)));
-}
-
-// The weight's row r as bf16 (decode_weight_bf16's bits), zero padded to k32.
-void decode_row_bf16(const LinearWeight& w, int64_t r, uint16_t* dst, int64_t k32) {
+// 32 e2m1 codes (16 bytes) times 2^k, k in [-125, 125]: a table of the unscaled bf16 values,
+// then k added to the exponent of the non-zero ones.
+void decode_fp4_chunk(const LinearWeight& w, int64_t r, int64_t c0, int64_t c1, uint16_t* dst) {
   const int64_t in = w.in;
-  if (w.format == WeightFormat::bf16) {
-    std::memcpy(dst, static_cast<const uint16_t*>(w.data) + r * in, size_t(in) * 2);
-  } else if (w.format == WeightFormat::fp8) {
-    const uint8_t* p = static_cast<const uint8_t*>(w.data) + r * in;
-    const uint8_t* sc = w.scale + (r / 128) * ((in + 127) / 128);
-    for (int64_t c = 0; c < in; c += 32) {
-      const uint8_t e = sc[c / 128];
-      const bool two_step = e >= 127 + 8;
-      const __m512 s = _mm512_set1_ps(e8m0_to_f32(e));
-      const __m512 s120 = two_step ? _mm512_set1_ps(0x1p120f) : _mm512_mul_ps(s, _mm512_set1_ps(0x1p120f));
-      const __mmask32 m = in - c >= 32 ? ~__mmask32(0) : __mmask32((1u << (in - c)) - 1u);
-      const __m256i b = _mm256_maskz_loadu_epi8(m, p + c);
-      const __m512 lo = e4m3_scaled(_mm512_cvtepu8_epi32(_mm256_castsi256_si128(b)), s120, s, two_step);
-      const __m512 hi = e4m3_scaled(_mm512_cvtepu8_epi32(_mm256_extracti128_si256(b, 1)), s120, s, two_step);
-      _mm512_mask_storeu_epi16(dst + c, m, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+  const uint8_t* p = static_cast<const uint8_t*>(w.data) + r * (in / 2);
+  const uint8_t* sc = w.scale + r * (in / 32);
+  struct Tables {
+    alignas(64) uint16_t bf16[32];  // e2m1 code i & 15 as bf16 (the index's fifth bit ignored)
+    alignas(64) float f32[16];
+    Tables() {
+      for (int i = 0; i < 32; ++i) bf16[i] = f32_to_bf16(e2m1_to_f32(uint8_t(i & 15)));
+      for (int i = 0; i < 16; ++i) f32[i] = e2m1_to_f32(uint8_t(i));
     }
-  } else {  // fp4: in % 32 == 0 (its scale block)
-    const uint8_t* p = static_cast<const uint8_t*>(w.data) + r * (in / 2);
-    const uint8_t* sc = w.scale + r * (in / 32);
-    alignas(64) float lut[16];
-    for (int i = 0; i < 16; ++i) lut[i] = e2m1_to_f32(uint8_t(i));
-    const __m512 values = _mm512_load_ps(lut);
-    const __m512i first = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-    const __m512i second = _mm512_add_epi32(first, _mm512_set1_epi32(8));
-    for (int64_t c = 0; c < in; c += 32) {
-      const __m512 s = _mm512_set1_ps(e8m0_to_f32(sc[c / 32]));
-      const __m512i bytes = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + c / 2)));
-      const __m512i lo = _mm512_and_si512(bytes, _mm512_set1_epi32(0xF)), hi = _mm512_srli_epi32(bytes, 4);
+  };
+  static const Tables tables;
+  const __m512i table = _mm512_load_si512(tables.bf16);
+  const __m512 values = _mm512_load_ps(tables.f32);
+  const __m512i first = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const __m512i second = _mm512_add_epi32(first, _mm512_set1_epi32(8));
+  for (int64_t c = c0; c < std::min(c1, in); c += 32) {
+    const uint8_t e = sc[c / 32];
+    const __m512i d = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + c / 2)));
+    if (e >= 2 && e <= 252) {
+      // dword b | b << 12: its low word's 5 index bits are the low nibble (and a copy bit the
+      // table ignores), its high word the high nibble: columns 2j and 2j + 1 in order
+      const __m512i i = _mm512_or_si512(d, _mm512_slli_epi32(d, 12));
+      const __m512i v = _mm512_permutexvar_epi16(i, table);
+      const __mmask32 nz = _mm512_test_epi16_mask(i, _mm512_set1_epi16(7));
+      _mm512_storeu_si512(dst + (c - c0), _mm512_mask_add_epi16(v, nz, v, _mm512_set1_epi16(int16_t((int(e) - 127) * 128))));
+    } else {
+      const __m512 s = _mm512_set1_ps(e8m0_to_f32(e));
+      const __m512i lo = _mm512_and_si512(d, _mm512_set1_epi32(0xF)), hi = _mm512_srli_epi32(d, 4);
       const __m512 v0 = _mm512_mul_ps(_mm512_permutexvar_ps(_mm512_permutex2var_epi32(lo, first, hi), values), s);
       const __m512 v1 = _mm512_mul_ps(_mm512_permutexvar_ps(_mm512_permutex2var_epi32(lo, second, hi), values), s);
-      _mm512_storeu_si512(dst + c, (__m512i)_mm512_cvtne2ps_pbh(v1, v0));
+      _mm512_storeu_si512(dst + (c - c0), (__m512i)_mm512_cvtne2ps_pbh(v1, v0));
     }
   }
-  std::fill(dst + in, dst + k32, uint16_t(0));
+  for (int64_t k = std::max(c0, in); k < c1; ++k) dst[k - c0] = 0;
 }
 
-void decode_row_f32(const LinearWeight& w, int64_t r, float* dst, int64_t k16) {
-  if (w.format == WeightFormat::bf16) {
-    const uint16_t* p = static_cast<const uint16_t*>(w.data) + r * w.in;
-    for (int64_t k = 0; k < w.in; ++k) dst[k] = bf16_to_f32(p[k]);
-  } else {
-    kernels::dequant_row(w, r, dst);  // the scalar decode: e4m3 NaN codes as the portable paths give them
+void decode_chunk_bf16(const LinearWeight& w, int64_t r, int64_t c0, int64_t c1, uint16_t* dst) {
+  if (w.format == WeightFormat::fp4) return decode_fp4_chunk(w, r, c0, c1, dst);
+  const uint16_t* p = static_cast<const uint16_t*>(w.data) + r * w.in;  // bf16: copy, zeros past the row
+  for (int64_t k = c0; k < c1; ++k) dst[k - c0] = k < w.in ? p[k] : uint16_t(0);
+}
+
+// The f32 route's weights when they cannot be read in place: exact fp32 values, zeros past the row.
+void decode_chunk_f32(const LinearWeight& w, int64_t r, int64_t c0, int64_t c1, float* dst, std::vector<float>& row) {
+  if (w.format == WeightFormat::f32) {
+    const float* p = static_cast<const float*>(w.data) + r * w.in;
+    for (int64_t k = c0; k < c1; ++k) dst[k - c0] = k < w.in ? p[k] : 0.0f;
+    return;
   }
-  std::fill(dst + w.in, dst + k16, 0.0f);
+  row.resize(size_t(w.in));
+  kernels::dequant_row(w, r, row.data());  // the scalar decode (rare: fp8 / fp4 weights with fp32 activations)
+  for (int64_t k = c0; k < c1; ++k) dst[k - c0] = k < w.in ? row[size_t(k)] : 0.0f;
 }
 
-// One route's rows (gathered: x rows × kpad, their indices into y in `idx`) against all weights.
+// One route's rows (gathered: rows × kpad, their indices into y in idx) against all weights.
 template <bool kBf16>
 void route_product(const LinearWeight& w, const void* x, const std::vector<int64_t>& idx, float* y, bool rb) {
   const int64_t rows = int64_t(idx.size()), out = w.out, in = w.in;
   const int64_t kpad = round_up(in, kBf16 ? 32 : 16);
-  // rows already in the layout the kernel reads: read them where they are
-  const bool in_place = kBf16 ? (w.format == WeightFormat::bf16 && in == kpad)
-                              : (w.format == WeightFormat::f32 && in == kpad);
+  const bool bf16_in_place = w.format == WeightFormat::bf16 && in % 32 == 0;
+  const bool f32_in_place = w.format == WeightFormat::f32 && in % 16 == 0;
   const int64_t tiles = (out + kTile - 1) / kTile;
   const int64_t threads = num_threads();
   const int64_t grain = std::max<int64_t>(1, tiles / (8 * threads));
   const int64_t min_tiles = std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(1, kTile * in * rows));
   parallel_for_dynamic(tiles, min_tiles, grain, [&](int64_t tb, int64_t te) {
     thread_local AlignedBuffer<uint16_t> wb;
-    thread_local AlignedBuffer<float> wf;
-    thread_local std::vector<float> res;
-    res.resize(size_t(rows * kTile));
+    thread_local AlignedBuffer<float> wf, tot;
+    thread_local std::vector<float> row;
+    wb.reserve(size_t(kTile * kChunk));
+    wf.reserve(size_t(kTile * kChunk));
+    tot.reserve(size_t(rows * kTile * 16));
     for (int64_t t = tb; t < te; ++t) {
       const int64_t o0 = t * kTile, n = std::min(kTile, out - o0);
-      const void* tile;
-      if (in_place && n == kTile) {
-        tile = static_cast<const char*>(w.data) + o0 * in * (kBf16 ? 2 : 4);
-      } else if constexpr (kBf16) {
-        wb.reserve(size_t(kTile * kpad));
-        for (int64_t j = 0; j < kTile; ++j) {
-          if (j < n)
-            decode_row_bf16(w, o0 + j, wb.data() + j * kpad, kpad);
-          else
-            std::fill(wb.data() + j * kpad, wb.data() + (j + 1) * kpad, uint16_t(0));
+      std::fill(tot.data(), tot.data() + rows * kTile * 16, 0.0f);
+      const bool whole = n == kTile;
+      for (int64_t c0 = 0; c0 < kpad; c0 += kChunk) {
+        const int64_t c1 = std::min(c0 + kChunk, kpad), len = c1 - c0;
+        if constexpr (kBf16) {
+          const uint16_t* xc = static_cast<const uint16_t*>(x) + c0;
+          if (bf16_in_place && whole) {
+            tile_chunk<Kind::bf16>(xc, kpad, rows, static_cast<const uint16_t*>(w.data) + o0 * in + c0, in, len, tot.data());
+            continue;
+          }
+          if (w.format == WeightFormat::fp8) decode_fp8_tile(w, o0, n, c0, c1, wb.data(), kChunk);
+          for (int64_t j = 0; j < kTile; ++j) {
+            uint16_t* d = wb.data() + j * kChunk;
+            if (j >= n)
+              std::fill(d, d + len, uint16_t(0));
+            else if (w.format != WeightFormat::fp8)
+              decode_chunk_bf16(w, o0 + j, c0, c1, d);
+          }
+          tile_chunk<Kind::bf16>(xc, kpad, rows, wb.data(), kChunk, len, tot.data());
+        } else {
+          const float* xc = static_cast<const float*>(x) + c0;
+          if (w.format == WeightFormat::bf16 && in % 16 == 0 && whole) {
+            tile_chunk<Kind::f32_w16>(xc, kpad, rows, static_cast<const uint16_t*>(w.data) + o0 * in + c0, in, len, tot.data());
+            continue;
+          }
+          if (f32_in_place && whole) {
+            tile_chunk<Kind::f32>(xc, kpad, rows, static_cast<const float*>(w.data) + o0 * in + c0, in, len, tot.data());
+            continue;
+          }
+          for (int64_t j = 0; j < kTile; ++j) {
+            float* d = wf.data() + j * kChunk;
+            if (j < n)
+              decode_chunk_f32(w, o0 + j, c0, c1, d, row);
+            else
+              std::fill(d, d + len, 0.0f);
+          }
+          tile_chunk<Kind::f32>(xc, kpad, rows, wf.data(), kChunk, len, tot.data());
         }
-        tile = wb.data();
-      } else {
-        wf.reserve(size_t(kTile * kpad));
-        for (int64_t j = 0; j < kTile; ++j) {
-          if (j < n)
-            decode_row_f32(w, o0 + j, wf.data() + j * kpad, kpad);
-          else
-            std::fill(wf.data() + j * kpad, wf.data() + (j + 1) * kpad, 0.0f);
-        }
-        tile = wf.data();
       }
-      const int64_t ws = (in_place && n == kTile) ? in : kpad;
-      tile_products<kBf16>(x, kpad, rows, tile, ws, kpad, res.data());
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t j = 0; j < n; ++j) {
-          const float v = res[size_t(r * kTile + j)];
-          y[idx[size_t(r)] * out + o0 + j] = rb ? round_bf16(v) : v;
+          const float v = fold16(_mm512_loadu_ps(tot.data() + (r * kTile + j) * 16));
+          y[idx[size_t(r)] * out + o0 + j] = fast_output(v, rb);
         }
     }
   });
