@@ -278,6 +278,66 @@ void decode_chunk_f32(const LinearWeight& w, int64_t r, int64_t c0, int64_t c1, 
   for (int64_t k = c0; k < c1; ++k) dst[k - c0] = k < w.in ? row[size_t(k)] : 0.0f;
 }
 
+// One activation row against FP8 weight rows [o0, o0 + n) of one scale band, decoded in registers
+// straight into the products (decode steps: no scratch round trip). Needs in % 128 == 0 and every
+// block scale in the table's range; false (nothing written) otherwise.
+template <int R>
+void fp8_row_group(const uint8_t* const* p, const uint16_t* tabs, const uint16_t* xb, int64_t in, float* out) {
+  __m512 tot[R];
+  for (int r = 0; r < R; ++r) tot[r] = _mm512_setzero_ps();
+  for (int64_t c = 0; c < in; c += kFastBlock) {
+    const uint16_t* tb = tabs + (c / 128) * 128;
+    const __m512i t[4] = {_mm512_load_si512(tb), _mm512_load_si512(tb + 32), _mm512_load_si512(tb + 64),
+                          _mm512_load_si512(tb + 96)};
+    __m512 acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+#pragma GCC unroll 4
+    for (int64_t k = c; k < c + kFastBlock; k += 32) {
+      const __m512bh x = (__m512bh)_mm512_loadu_si512(xb + k);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        const __m512i wv = e4m3_bf16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p[r] + k)), t);
+        acc[r] = _mm512_dpbf16_ps(acc[r], x, (__m512bh)wv);
+      }
+    }
+    for (int r = 0; r < R; ++r) tot[r] = _mm512_add_ps(tot[r], acc[r]);
+  }
+  for (int r = 0; r < R; ++r) out[r] = fold16(tot[r]);
+}
+
+bool fp8_one_row(const LinearWeight& w, const uint16_t* xb, int64_t o0, int64_t n, float* out) {
+  const int64_t in = w.in, blocks = in / 128;
+  if (in % 128 != 0) return false;
+  const uint8_t* sc = w.scale + (o0 / 128) * blocks;
+  for (int64_t b = 0; b < blocks; ++b)
+    if (sc[b] < 10 || sc[b] > 246) return false;
+  thread_local AlignedBuffer<uint16_t> tabs;
+  tabs.reserve(size_t(blocks * 128));
+  const E4m3Table& table = e4m3_table();
+  for (int64_t b = 0; b < blocks; ++b) {
+    const __m512i shift = _mm512_set1_epi16(int16_t((int(sc[b]) - 127) * 128));
+    for (int q = 0; q < 4; ++q) {
+      const __m512i u = _mm512_load_si512(table.bf16 + 32 * q);
+      const __mmask32 m = q == 0 ? ~__mmask32(1) : q == 3 ? __mmask32(0x7FFFFFFFu) : ~__mmask32(0);
+      _mm512_store_si512(tabs.data() + b * 128 + 32 * q, _mm512_mask_add_epi16(u, m, u, shift));
+    }
+  }
+  const uint8_t* base = static_cast<const uint8_t*>(w.data);
+  for (int64_t j = 0; j < n;) {
+    const uint8_t* p[4];
+    const int64_t g = std::min<int64_t>(4, n - j);
+    for (int64_t r = 0; r < g; ++r) p[r] = base + (o0 + j + r) * in;
+    switch (g) {
+      case 4: fp8_row_group<4>(p, tabs.data(), xb, in, out + j); break;
+      case 3: fp8_row_group<3>(p, tabs.data(), xb, in, out + j); break;
+      case 2: fp8_row_group<2>(p, tabs.data(), xb, in, out + j); break;
+      default: fp8_row_group<1>(p, tabs.data(), xb, in, out + j); break;
+    }
+    j += g;
+  }
+  return true;
+}
+
 // One route's rows (gathered: rows × kpad, their indices into y in idx) against all weights.
 template <bool kBf16>
 void route_product(const LinearWeight& w, const void* x, const std::vector<int64_t>& idx, float* y, bool rb) {
@@ -298,6 +358,14 @@ void route_product(const LinearWeight& w, const void* x, const std::vector<int64
     tot.reserve(size_t(rows * kTile * 16));
     for (int64_t t = tb; t < te; ++t) {
       const int64_t o0 = t * kTile, n = std::min(kTile, out - o0);
+      if constexpr (kBf16) {
+        float one[kTile];
+        if (rows == 1 && w.format == WeightFormat::fp8 &&
+            fp8_one_row(w, static_cast<const uint16_t*>(x), o0, n, one)) {
+          for (int64_t j = 0; j < n; ++j) y[idx[0] * out + o0 + j] = fast_output(one[j], rb);
+          continue;
+        }
+      }
       std::fill(tot.data(), tot.data() + rows * kTile * 16, 0.0f);
       const bool whole = n == kTile;
       for (int64_t c0 = 0; c0 < kpad; c0 += kChunk) {
