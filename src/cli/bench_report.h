@@ -1,0 +1,12 @@
+// `strata bench`'s text output: the lines of one bench_run (cli/bench_run.h), from its JSON.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include "cli/bench_options.h"
+
+namespace strata::cli {
+
+// read_gbps_after: the read probe right after the decode steps (0: not probed).
+void print_bench_run(const nlohmann::ordered_json& run, const BenchOptions& o, bool probed, double read_gbps_after);
+
+}  // namespace strata::cli
