@@ -19,6 +19,7 @@ struct BenchOptions {
   int64_t context_steps = 4;
   int64_t prefix_tokens = 0, suffix_tokens = 16;  // --prefix-tokens: prefix-cache hit vs cold TTFT
   std::string indexer_cache = "fp8";  // --indexer-cache: index key storage of the decode states
+  std::vector<std::string> numerics;  // --numerics: the profiles to measure, one after another
 };
 
 // The machine's limits from the probes at the start (0 where --skip-probes).

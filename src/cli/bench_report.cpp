@@ -93,4 +93,23 @@ void print_bench_run(const nlohmann::ordered_json& j, const BenchOptions& o, boo
   if (j.contains("speculative")) print_speculative(j["speculative"]);
 }
 
+void print_profiles_compared(const std::vector<nlohmann::ordered_json>& runs) {
+  const auto& base = runs.front();
+  auto ratio = [&](const nlohmann::ordered_json& r, const char* part) {
+    return r[part]["tokens_per_s"].get<double>() / base[part]["tokens_per_s"].get<double>();
+  };
+  std::printf("\n");
+  for (size_t i = 1; i < runs.size(); ++i) {
+    const auto& r = runs[i];
+    std::printf("numerics %s vs %s: prefill %.2fx, decode %.2fx tokens/s", r["numerics"].get<std::string>().c_str(),
+                base["numerics"].get<std::string>().c_str(), ratio(r, "prefill"), ratio(r, "decode"));
+    if (r.contains("batched_decode"))
+      for (size_t b = 0; b < r["batched_decode"].size(); ++b)
+        std::printf(", batch %d %.2fx", r["batched_decode"][b]["batch"].get<int>(),
+                    r["batched_decode"][b]["tokens_per_s"].get<double>() /
+                        base["batched_decode"][b]["tokens_per_s"].get<double>());
+    std::printf("\n");
+  }
+}
+
 }  // namespace strata::cli

@@ -8,6 +8,7 @@
 #include "cli/bench_engine.h"
 #include "cli/bench_profile.h"
 #include "core/error.h"
+#include "core/numerics.h"
 #include "engine/sampling_ops.h"
 #include "kernels/linear_profile.h"
 #include "kernels/parallel.h"
@@ -60,18 +61,36 @@ nlohmann::ordered_json long_context(const BenchOptions& o, const models::Model& 
   return rows;
 }
 
+// The same random prompt in every pass.
+std::vector<int64_t> prompt_ids(const BenchOptions& o, const models::Model& model) {
+  std::mt19937_64 rng(1);
+  std::vector<int64_t> ids(size_t(std::max<int64_t>(1, o.prompt_tokens)));
+  for (auto& x : ids) x = int64_t(rng() % uint64_t(model.facts().vocab_size));
+  return ids;
+}
+
+models::CacheOptions cache_options(const BenchOptions& o) {
+  models::CacheOptions co;
+  co.fp4_index_keys = o.indexer_cache == "fp4";
+  return co;
+}
+
 }  // namespace
+
+void bench_warm_up(const BenchOptions& o, const models::Model& model) {
+  const std::vector<int64_t> ids = prompt_ids(o, model);
+  auto st = model.new_sequence(cache_options(o));
+  const auto logits = model.forward(*st, ids.data(), int64_t(ids.size()));
+  model.decode(*st, argmax(logits));
+}
 
 nlohmann::ordered_json bench_run(const BenchOptions& o, const std::shared_ptr<const models::Model>& model,
                                  const BenchMachine& machine) {
   nlohmann::ordered_json j;
+  j["numerics"] = std::string(numerics_name(active_numerics()));  // the profile this pass ran under
   const auto& mc = model->model_config();
-  const auto& facts = model->facts();
-  std::mt19937_64 rng(1);
-  std::vector<int64_t> ids(size_t(std::max<int64_t>(1, o.prompt_tokens)));
-  for (auto& x : ids) x = int64_t(rng() % uint64_t(facts.vocab_size));
-  models::CacheOptions co;
-  co.fp4_index_keys = o.indexer_cache == "fp4";
+  const std::vector<int64_t> ids = prompt_ids(o, *model);
+  const models::CacheOptions co = cache_options(o);
   auto st = model->new_sequence(co);
   if (o.profile) kernels::linear_profile_start();
   auto t0 = std::chrono::steady_clock::now();

@@ -2,6 +2,7 @@
 // dot-product peaks) and then prefill and batch-1 decode of the model, reporting each figure
 // as a ratio to those limits: decode against the read-bandwidth roofline (bytes a step must
 // read ÷ bandwidth), prefill FLOP/s against the bf16 peak. --json for scripts.
+// --numerics exact fast measures each profile in turn on the same loaded model, labelled.
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
@@ -12,8 +13,10 @@
 #include "cli/bench_report.h"
 #include "cli/bench_run.h"
 #include "cli/commands.h"
+#include "cli/numerics_option.h"
 #include "cli/preload.h"
 #include "core/cpu.h"
+#include "core/numerics.h"
 #include "core/process_stats.h"
 #include "kernels/parallel.h"
 #include "kernels/probe.h"
@@ -50,8 +53,17 @@ void run_bench(const Opts& o) {
   BenchMachine machine;
   machine.threads = kernels::num_threads();
   const int threads = machine.threads;
+  // The first profile is active while the model loads; each pass then runs under its own.
+  const std::vector<Numerics> profiles = resolve_numerics_list(o.numerics, "bench");
+  set_numerics(profiles.front());
   nlohmann::ordered_json j;
   j["isa"] = std::string(isa_name(active_isa()));
+  if (profiles.size() == 1) {
+    j["numerics"] = std::string(numerics_name(profiles.front()));
+  } else {
+    j["numerics"] = nlohmann::ordered_json::array();
+    for (Numerics n : profiles) j["numerics"].push_back(std::string(numerics_name(n)));
+  }
   j["threads"] = threads;
   if (!o.skip_probes) {
     auto b1 = kernels::probe_read_bandwidth(size_t(1) << 30, 1, o.probe_seconds);
@@ -99,14 +111,27 @@ void run_bench(const Opts& o) {
   const auto& facts = model->facts();
   j["model"] = {{"dir", o.model}, {"model_type", facts.model_type}, {"layers", facts.layers},
                 {"hidden_size", facts.hidden_size}};
-  nlohmann::ordered_json run = bench_run(o, model, machine);
-  double bw_after = 0;
-  if (run.contains("read_gbps_after_decode")) {
-    bw_after = run["read_gbps_after_decode"].get<double>();
-    j["machine"]["read_gbps_after_decode"] = bw_after;
-    run.erase("read_gbps_after_decode");
+  // One profile: its pass's keys at the top, as before profiles could be compared. Several: a
+  // pass each under "runs", labelled, on the same loaded model.
+  std::vector<nlohmann::ordered_json> runs;
+  if (profiles.size() > 1)
+    for (Numerics n : profiles) {
+      ScopedNumerics scoped(n);
+      bench_warm_up(o, *model);
+    }
+  for (Numerics n : profiles) {
+    ScopedNumerics scoped(n);
+    runs.push_back(bench_run(o, model, machine));
   }
-  for (auto& [k, v] : run.items()) j[k] = v;
+  if (runs.size() == 1) {
+    for (auto& [k, v] : runs[0].items()) {
+      if (k == "numerics") continue;
+      if (k == "read_gbps_after_decode") j["machine"][k] = v;
+      else j[k] = v;
+    }
+  } else {
+    j["runs"] = runs;
+  }
   if (o.json) {
     std::printf("%s\n", j.dump(2).c_str());
     return;
@@ -121,7 +146,12 @@ void run_bench(const Opts& o) {
   }
   print_startup(j["startup"]);
   // Ratios to the machine's limits only where the probes measured them (not with --skip-probes).
-  print_bench_run(j, o, machine.probed, bw_after);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const auto& r = runs[i];
+    std::printf("%snumerics: %s\n", i ? "\n" : "", r["numerics"].get<std::string>().c_str());
+    print_bench_run(r, o, machine.probed, r.value("read_gbps_after_decode", 0.0));
+  }
+  if (runs.size() > 1) print_profiles_compared(runs);
 }
 
 AutoRegister reg([](CLI::App& app) {
@@ -152,6 +182,7 @@ AutoRegister reg([](CLI::App& app) {
                  "also measure time to first token of a prompt sharing this many tokens with the previous one vs cold");
   c->add_option("--suffix-tokens", o->suffix_tokens, "unshared tokens after the --prefix-tokens prefix (default 16)");
   c->add_option("--spec-batches", o->spec_batches, "batch sizes for --spec-tokens (default 1 8)")->delimiter(',');
+  add_numerics_option(*c, o->numerics);
   c->callback([o] { run_bench(*o); });
 });
 
