@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/preload.h"
 #include "cli/generation_options.h"
+#include "cli/numerics_option.h"
 #include "core/error.h"
 #include "cli/single_request.h"
 #include "engine/engine.h"
@@ -23,11 +24,12 @@ namespace strata::cli {
 namespace {
 
 struct ChatOpts {
-  std::string model, thinking = "chat", system;
+  std::string model, thinking = "chat", system, numerics;
   GenerationOptions gen;
 };
 
 void run_chat(const ChatOpts& o) {
+  select_numerics(o.numerics, "chat");
   std::shared_ptr<const models::Model> model = models::load_model(o.model);
   preload_checkpoint(model->checkpoint(), o.model);  // a progress bar while a large checkpoint is read in
   auto tok_ptr = std::make_shared<const Tokenizer>(Tokenizer::load(o.model));
@@ -47,6 +49,8 @@ void run_chat(const ChatOpts& o) {
   engine::Engine eng(model, tok_ptr, eo);
   uint64_t turn = 0;
   std::string line;
+  std::fprintf(stderr, "strata chat: numerics %s; /reset starts over, /exit quits\n",
+               std::string(numerics_name(active_numerics())).c_str());
   while (true) {
     std::fprintf(stderr, "> ");
     if (!std::getline(std::cin, line)) break;
@@ -127,6 +131,7 @@ AutoRegister reg([](CLI::App& app) {
       ->check(CLI::IsMember({"chat", "high", "max"}));
   c->add_option("--system", o->system, "a system message");
   add_generation_options(*c, o->gen, /*default_temperature=*/1.0);
+  add_numerics_option(*c, o->numerics);
   c->callback([o] { run_chat(*o); });
 });
 

@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/preload.h"
 #include "cli/generation_options.h"
+#include "cli/numerics_option.h"
 #include "cli/token_ids.h"
 #include "core/error.h"
 #include "cli/single_request.h"
@@ -24,7 +25,7 @@ namespace strata::cli {
 namespace {
 
 struct Opts {
-  std::string model, prompt, ids, thinking = "chat";
+  std::string model, prompt, ids, thinking = "chat", numerics;
   bool chat = false, print_ids = false;
   GenerationOptions gen;
 };
@@ -41,6 +42,7 @@ void run_generate(const Opts& o) {
   if (o.prompt.empty() == o.ids.empty()) throw Error("generate needs exactly one of --prompt TEXT or --ids 1,2,3");
   if (o.chat && o.prompt.empty()) throw Error("--chat needs --prompt");
   const SamplingParams sp = o.gen.sampling();
+  select_numerics(o.numerics, "generate");
   std::shared_ptr<const models::Model> model = models::load_model(o.model);
   preload_checkpoint(model->checkpoint(), o.model);  // a progress bar while a large checkpoint is read in
   auto tok_ptr = std::make_shared<const Tokenizer>(Tokenizer::load(o.model));
@@ -96,10 +98,11 @@ void run_generate(const Opts& o) {
   if (!stats.error.empty()) throw Error(stats.error);
   const int64_t generated = int64_t(stats.tokens.size());
   const double dtps = generated > 1 && stats.decode_seconds > 0 ? double(generated - 1) / stats.decode_seconds : 0.0;
-  std::fprintf(stderr, "prefill: %lld tokens in %.3f s (%.1f tokens/s); decode: %lld tokens, %.2f tokens/s; finish: %s\n",
+  std::fprintf(stderr, "prefill: %lld tokens in %.3f s (%.1f tokens/s); decode: %lld tokens, %.2f tokens/s; finish: %s; numerics: %s\n",
                (long long)stats.prompt_tokens, stats.ttft_seconds,
                double(stats.prompt_tokens) / std::max(stats.ttft_seconds, 1e-9), (long long)generated, dtps,
-               finish_reason_name(stats.finish) ? finish_reason_name(stats.finish) : "none");
+               finish_reason_name(stats.finish) ? finish_reason_name(stats.finish) : "none",
+               std::string(numerics_name(active_numerics())).c_str());
   if (eo.spec_tokens > 0)
     std::fprintf(stderr, "speculative: %lld rounds, %lld drafted, %lld accepted (%.1f%%), %.2f tokens per verification\n",
                  (long long)stats.spec.rounds, (long long)stats.spec.drafted, (long long)stats.spec.accepted,
@@ -117,6 +120,7 @@ AutoRegister reg([](CLI::App& app) {
       ->check(CLI::IsMember({"chat", "high", "max"}));
   c->add_flag("--print-ids", o->print_ids, "print generated token ids, one per line, instead of text");
   add_generation_options(*c, o->gen, /*default_temperature=*/0.0);
+  add_numerics_option(*c, o->numerics);
   c->callback([o] { run_generate(*o); });
 });
 

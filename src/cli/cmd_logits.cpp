@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "cli/numerics_option.h"
 #include "cli/token_ids.h"
 #include "core/error.h"
 #include "io/npy.h"
@@ -16,7 +17,7 @@ namespace strata::cli {
 namespace {
 
 struct Opts {
-  std::string model, ids, out;
+  std::string model, ids, out, numerics;
   int64_t prefill = -1, chunk = 0;
   bool stats = false;
 };
@@ -27,6 +28,7 @@ void run_logits(const Opts& o) {
   const int64_t k = o.prefill < 0 ? n : o.prefill;
   if (k < 1 || k > n)
     throw Error("--prefill " + std::to_string(k) + " must be between 1 and the number of ids (" + std::to_string(n) + ")");
+  select_numerics(o.numerics, "logits");
   auto model = models::load_model(o.model);
   const int64_t V = model->vocab_size();
   for (int64_t id : ids)
@@ -47,7 +49,8 @@ void run_logits(const Opts& o) {
   }
   write_npy(o.out, {1 + n - k, V}, all.data());
   if (o.stats) std::fputs(model->describe_state(*st).c_str(), stdout);
-  std::fprintf(stderr, "wrote %s: [%lld, %lld] float32\n", o.out.c_str(), (long long)(1 + n - k), (long long)V);
+  std::fprintf(stderr, "wrote %s: [%lld, %lld] float32, numerics %s\n", o.out.c_str(), (long long)(1 + n - k),
+               (long long)V, std::string(numerics_name(active_numerics())).c_str());
 }
 
 AutoRegister reg([](CLI::App& app) {
@@ -58,6 +61,7 @@ AutoRegister reg([](CLI::App& app) {
   c->add_option("--prefill", o->prefill, "how many ids to prefill at once (default: all)");
   c->add_option("--out", o->out, "output .npy file")->required();
   c->add_option("--chunk", o->chunk, "prefill in chunks of N tokens (same logits as one piece)");
+  add_numerics_option(*c, o->numerics);
   c->add_flag("--stats", o->stats, "print what each layer holds after the run (window, entries, index keys, tail)");
   c->callback([o] { run_logits(*o); });
 });

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/numerics_option.h"
 #include "cli/preload.h"
 #include "core/error.h"
 #include "core/process_stats.h"
@@ -40,6 +41,7 @@ struct ServeOpts {
   std::vector<std::string> cors_origins;
   bool metrics_public = false;
   std::string log_format = "text";
+  std::string numerics;
 };
 
 class EngineBackend final : public server::Backend {
@@ -64,6 +66,7 @@ void run_serve(const ServeOpts& o) {
   std::signal(SIGPIPE, SIG_IGN);
 
   server::CorsPolicy{o.cors_origins};  // a bad origin is an error before the model loads
+  select_numerics(o.numerics, "serve");
   const auto t_start = std::chrono::steady_clock::now();
   std::shared_ptr<const models::Model> model = models::load_model(o.model);
   // Read in (in 2 MB pages where the kernel allows), then pinned with --mlock.
@@ -109,6 +112,7 @@ void run_serve(const ServeOpts& o) {
   server::Server srv(backend, so);
   const int port = srv.bind();
   std::fprintf(stderr, "strata serve: model %s, listening on http://%s:%d\n", so.model.id.c_str(), o.host.c_str(), port);
+  std::fprintf(stderr, "strata serve: numerics %s\n", std::string(numerics_name(active_numerics())).c_str());
   if (!o.cors_origins.empty()) {
     std::string list;
     for (const auto& origin : o.cors_origins) list += (list.empty() ? "" : ", ") + origin;
@@ -176,6 +180,7 @@ AutoRegister reg([](CLI::App& app) {
               "speculative decoding: the MTP block drafts the config's num_nextn_predict_layers tokens, verified in one pass");
   c->add_option("--spec-tokens", o->spec_tokens, "draft tokens per request and step at most (implies --speculative; 0 = off)")
       ->check(CLI::Range(0, 16));
+  add_numerics_option(*c, o->numerics);
   c->add_option("--http-threads", o->http_threads, "HTTP handler threads (0 = max-queue + max-running + 8)");
   c->add_option("--shutdown-timeout", o->shutdown_timeout, "seconds to let requests finish after SIGINT/SIGTERM")
       ->capture_default_str();

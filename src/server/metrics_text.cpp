@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/numerics.h"
+
 namespace strata::server {
 namespace {
 
@@ -88,6 +90,9 @@ std::string ServerMetrics::render(const engine::EngineMetrics& m) {
   for (double v : m.ttft_seconds) ttft_.observe(v);
   for (double v : m.itl_seconds) itl_.observe(v);
   std::string out;
+  // Info-style: the profile is a label, the value always 1, so dashboards can join on it.
+  header(out, "strata_numerics_info", "gauge", "The numerics profile the engine computes with (exact or fast).");
+  out += metric_line("strata_numerics_info", {{"profile", std::string(numerics_name(active_numerics()))}}, 1);
   header(out, "strata_http_requests_total", "counter", "HTTP requests answered, by route and status code.");
   for (const auto& [k, n] : requests_)
     out += metric_line("strata_http_requests_total", {{"route", k.first}, {"status", std::to_string(k.second)}}, double(n));

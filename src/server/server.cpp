@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "core/error.h"
+#include "core/numerics.h"
 #include "server/api_error.h"
 #include "server/openai_response.h"
 #include "server/tokenize_endpoint.h"
@@ -133,9 +134,10 @@ void Server::install_routes() {
   s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics_.render(backend_.metrics()), "text/plain; version=0.0.4; charset=utf-8");
   });
+  // "numerics": the process's profile (core/numerics.h); OpenAI clients ignore fields they do not know.
   auto model_json = [this] {
     return ojson{{"id", opt_.model.id}, {"object", "model"}, {"created", 0}, {"owned_by", "strata"},
-                 {"max_model_len", opt_.model.max_context}};
+                 {"max_model_len", opt_.model.max_context}, {"numerics", std::string(numerics_name(active_numerics()))}};
   };
   s.Get("/v1/models", [model_json](const httplib::Request&, httplib::Response& res) {
     res.set_content(dump_json({{"object", "list"}, {"data", ojson::array({model_json()})}}), "application/json");

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/numerics.h"
+
 namespace strata::server {
 namespace {
 
@@ -81,6 +83,19 @@ TEST(MetricsText, RendersEngineAndServerMetrics) {
           t.find("# TYPE " + name.substr(0, name.size() - strlen(suf)) + " histogram") != std::string::npos)
         name = name.substr(0, name.size() - strlen(suf));
     EXPECT_NE(t.find("# TYPE " + name + " "), std::string::npos) << line;
+  }
+}
+
+// The profile the process computes with, as an info gauge: a label, value 1, one line.
+TEST(MetricsText, NumericsProfileIsAnInfoGauge) {
+  ServerMetrics sm;
+  for (Numerics n : {Numerics::fast, Numerics::exact}) {
+    ScopedNumerics scoped(n);
+    const std::string t = sm.render(engine::EngineMetrics{});
+    const std::string name(numerics_name(n)), other(numerics_name(n == Numerics::fast ? Numerics::exact : Numerics::fast));
+    EXPECT_TRUE(has_line(t, "# TYPE strata_numerics_info gauge")) << t;
+    EXPECT_TRUE(has_line(t, "strata_numerics_info{profile=\"" + name + "\"} 1")) << t;
+    EXPECT_EQ(t.find("strata_numerics_info{profile=\"" + other + "\"}"), std::string::npos) << t;
   }
 }
 

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/numerics.h"
 #include "engine/logit_bias.h"
 #include "server/test_model.h"
 
@@ -238,6 +239,24 @@ TEST_F(ServerHttp, HealthModelsAndApiKey) {
   EXPECT_EQ(client().Get("/v1/models/tiny")->status, 200);
   expect_error(client().Get("/v1/models/other"), 404);
   expect_error(client().Get("/v1/nothing"), 404);
+}
+
+// The process's numerics profile on each model object (a field OpenAI clients ignore) and as
+// a /metrics info gauge, read when asked: what the engine computes with now.
+TEST_F(ServerHttp, ModelsAndMetricsReportTheNumericsProfile) {
+  for (Numerics n : {Numerics::fast, Numerics::exact}) {
+    ScopedNumerics scoped(n);
+    const std::string name(numerics_name(n));
+    auto list = client().Get("/v1/models");
+    ASSERT_TRUE(list);
+    EXPECT_EQ(ojson::parse(list->body)["data"][0]["numerics"], name) << list->body;
+    auto one = client().Get("/v1/models/tiny");
+    ASSERT_TRUE(one);
+    EXPECT_EQ(ojson::parse(one->body)["numerics"], name) << one->body;
+    auto m = client().Get("/metrics");
+    ASSERT_TRUE(m);
+    EXPECT_NE(m->body.find("\nstrata_numerics_info{profile=\"" + name + "\"} 1\n"), std::string::npos) << m->body;
+  }
 }
 
 TEST_F(ServerHttp, ChatNonStreaming) {

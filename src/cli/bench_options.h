@@ -1,0 +1,32 @@
+// The options of `strata bench` (cli/cmd_bench.cpp), shared by its measuring and reporting parts.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace strata::cli {
+
+struct BenchOptions {
+  std::string model;
+  int64_t prompt_tokens = 128, decode_tokens = 16;
+  int threads = 0;
+  double probe_seconds = 0.5;
+  bool json = false, skip_probes = false, profile = false;
+  int spec_tokens = 0;
+  std::vector<int> spec_batches{1, 8};
+  std::vector<int> batches;        // --batches: aggregate batched decode
+  std::vector<int64_t> contexts;  // --context: decode step time at these context lengths
+  int64_t context_steps = 4;
+  int64_t prefix_tokens = 0, suffix_tokens = 16;  // --prefix-tokens: prefix-cache hit vs cold TTFT
+  std::string indexer_cache = "fp8";  // --indexer-cache: index key storage of the decode states
+  std::vector<std::string> numerics;  // --numerics: the profiles to measure, one after another
+};
+
+// The machine's limits from the probes at the start (0 where --skip-probes).
+struct BenchMachine {
+  bool probed = false;
+  int threads = 0;
+  double read_gbps = 0, bf16_gflops = 0, fp64_gflops = 0;
+};
+
+}  // namespace strata::cli
