@@ -133,7 +133,8 @@ TEST(FastLinear, EveryIsaGivesTheDefinitionsBits) {
       {WeightFormat::fp8, Act::fp8, 40, 256},  {WeightFormat::fp8, Act::bf16, 29, 200},
       {WeightFormat::fp8, Act::bf16, 13, 160}, {WeightFormat::fp4, Act::fp8, 37, 384}, {WeightFormat::fp4, Act::bf16, 11, 224},
       {WeightFormat::bf16, Act::bf16, 50, 96}, {WeightFormat::bf16, Act::bf16, 25, 70},
-      {WeightFormat::bf16, Act::f32, 27, 136}, {WeightFormat::f32, Act::f32, 26, 100},
+      {WeightFormat::bf16, Act::f32, 27, 136}, {WeightFormat::bf16, Act::f32, 35, 144},
+      {WeightFormat::f32, Act::f32, 26, 100},
       {WeightFormat::fp8, Act::f32, 14, 128},  {WeightFormat::fp4, Act::f32, 12, 64},
   };
   uint32_t seed = 10;
@@ -171,6 +172,7 @@ TEST(FastLinear, ScalesAtTheRangeLimitsAndSpecialCodes) {
     }
     const auto x = make_x(Act::fp8, 3, 256, 5);
     expect_definition(w, x, 3, false);
+    expect_definition(w, x, 1, false);  // the one-row kernels
     // one-hot activation rows: each output is one decoded weight value, bit for bit
     std::vector<float> eye(256 * 256, 0.0f);
     for (int k = 0; k < 256; ++k) eye[size_t(k * 256 + k)] = 1.0f;
@@ -181,6 +183,7 @@ TEST(FastLinear, ScalesAtTheRangeLimitsAndSpecialCodes) {
     for (size_t i = 0; i < 64; ++i) w.bytes[i] = uint8_t(i * 17 + 3);  // row 0: every nibble, both places
     for (auto& s : w.scale) s = uint8_t(lo);
     expect_definition(w, make_x(Act::fp8, 2, 128, 6), 2, false);
+    expect_definition(w, make_x(Act::fp8, 1, 128, 7), 1, false);
     std::vector<float> eye(128 * 128, 0.0f);
     for (int k = 0; k < 128; ++k) eye[size_t(k * 128 + k)] = 1.0f;
     expect_definition(w, eye, 128, false);

@@ -220,21 +220,26 @@ void decode_fp8_tile(const LinearWeight& w, int64_t r0, int64_t rows, int64_t c0
   }
 }
 
+struct Fp4Tables {
+  alignas(64) uint16_t bf16[32];  // e2m1 code i & 15 as bf16 (the index's fifth bit ignored)
+  alignas(64) float f32[16];
+  Fp4Tables() {
+    for (int i = 0; i < 32; ++i) bf16[i] = f32_to_bf16(e2m1_to_f32(uint8_t(i & 15)));
+    for (int i = 0; i < 16; ++i) f32[i] = e2m1_to_f32(uint8_t(i));
+  }
+};
+const Fp4Tables& fp4_tables() {
+  static const Fp4Tables t;
+  return t;
+}
+
 // 32 e2m1 codes (16 bytes) times 2^k, k in [-125, 125]: a table of the unscaled bf16 values,
 // then k added to the exponent of the non-zero ones.
 void decode_fp4_chunk(const LinearWeight& w, int64_t r, int64_t c0, int64_t c1, uint16_t* dst) {
   const int64_t in = w.in;
   const uint8_t* p = static_cast<const uint8_t*>(w.data) + r * (in / 2);
   const uint8_t* sc = w.scale + r * (in / 32);
-  struct Tables {
-    alignas(64) uint16_t bf16[32];  // e2m1 code i & 15 as bf16 (the index's fifth bit ignored)
-    alignas(64) float f32[16];
-    Tables() {
-      for (int i = 0; i < 32; ++i) bf16[i] = f32_to_bf16(e2m1_to_f32(uint8_t(i & 15)));
-      for (int i = 0; i < 16; ++i) f32[i] = e2m1_to_f32(uint8_t(i));
-    }
-  };
-  static const Tables tables;
+  const Fp4Tables& tables = fp4_tables();
   const __m512i table = _mm512_load_si512(tables.bf16);
   const __m512 values = _mm512_load_ps(tables.f32);
   const __m512i first = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
@@ -338,6 +343,117 @@ bool fp8_one_row(const LinearWeight& w, const uint16_t* xb, int64_t o0, int64_t 
   return true;
 }
 
+// Calls group<R>(j, R) over [0, n) in groups of up to four rows.
+template <class F>
+void row_groups(int64_t n, F&& group) {
+  for (int64_t j = 0; j < n;) {
+    const int64_t g = std::min<int64_t>(4, n - j);
+    switch (g) {
+      case 4: group.template operator()<4>(j); break;
+      case 3: group.template operator()<3>(j); break;
+      case 2: group.template operator()<2>(j); break;
+      default: group.template operator()<1>(j); break;
+    }
+    j += g;
+  }
+}
+
+// FP4 rows against one activation row: 16 bytes (32 columns, one scale) a step, decoded in
+// registers as decode_fp4_tile's table path does. Every scale in [2, 252]; in % 128 == 0.
+template <int R>
+void fp4_row_group(const uint8_t* const* p, const uint32_t* const* sc, const uint16_t* xb, int64_t in, float* out) {
+  const __m512i table = _mm512_load_si512(fp4_tables().bf16);
+  __m512 tot[R];
+  for (int r = 0; r < R; ++r) tot[r] = _mm512_setzero_ps();
+  for (int64_t c = 0; c < in; c += kFastBlock) {
+    __m512 acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+#pragma GCC unroll 4
+    for (int64_t k = c; k < c + kFastBlock; k += 32) {
+      const __m512bh x = (__m512bh)_mm512_loadu_si512(xb + k);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        const __m512i d = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p[r] + k / 2)));
+        const __m512i i = _mm512_or_si512(d, _mm512_slli_epi32(d, 12));
+        const __m512i v = _mm512_permutexvar_epi16(i, table);
+        const __mmask32 nz = _mm512_test_epi16_mask(i, _mm512_set1_epi16(7));
+        // the exponent shift as a dword of two words: a broadcast load, no move from a GPR
+        const __m512i wv = _mm512_mask_add_epi16(v, nz, v, _mm512_set1_epi32(int(sc[r][k / 32])));
+        acc[r] = _mm512_dpbf16_ps(acc[r], x, (__m512bh)wv);
+      }
+    }
+    for (int r = 0; r < R; ++r) tot[r] = _mm512_add_ps(tot[r], acc[r]);
+  }
+  for (int r = 0; r < R; ++r) out[r] = fold16(tot[r]);
+}
+
+bool fp4_one_row(const LinearWeight& w, const uint16_t* xb, int64_t o0, int64_t n, float* out) {
+  const int64_t in = w.in;
+  if (in % 128 != 0) return false;
+  for (int64_t i = o0 * (in / 32); i < (o0 + n) * (in / 32); ++i)
+    if (w.scale[i] < 2 || w.scale[i] > 252) return false;
+  // each scale's exponent shift (e - 127)·128 in both words of a dword
+  const int64_t per_row = in / 32, count = n * per_row;
+  thread_local AlignedBuffer<uint32_t> shifts;
+  shifts.reserve(size_t(count + 16));
+  const uint8_t* s0 = w.scale + o0 * per_row;
+  for (int64_t i = 0; i < count; i += 16) {
+    const __mmask16 m = count - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (count - i)) - 1u);
+    const __m512i e = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, s0 + i));
+    const __m512i k = _mm512_and_si512(_mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(127)), 7),
+                                       _mm512_set1_epi32(0xFFFF));
+    _mm512_mask_storeu_epi32(shifts.data() + i, m, _mm512_or_si512(k, _mm512_slli_epi32(k, 16)));
+  }
+  const uint8_t* base = static_cast<const uint8_t*>(w.data);
+  row_groups(n, [&]<int R>(int64_t j) {
+    const uint8_t* p[R];
+    const uint32_t* sc[R];
+    for (int r = 0; r < R; ++r) p[r] = base + (o0 + j + r) * (in / 2), sc[r] = shifts.data() + (j + r) * per_row;
+    fp4_row_group<R>(p, sc, xb, in, out + j);
+  });
+  return true;
+}
+
+// bf16 rows read in place against one activation row: bf16 pairs on the bf16 route (kF32 false),
+// or widened to fp32 against an fp32 row on the f32 route.
+template <int R, bool kF32>
+void bf16_row_group(const uint16_t* const* p, const void* xv, int64_t in, float* out) {
+  constexpr int64_t per_vec = kF32 ? 16 : 32;
+  __m512 tot[R];
+  for (int r = 0; r < R; ++r) tot[r] = _mm512_setzero_ps();
+  for (int64_t c = 0; c < in; c += kFastBlock) {
+    const int64_t end = std::min(c + kFastBlock, in);
+    __m512 acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+    for (int64_t k = c; k < end; k += per_vec) {
+      if constexpr (kF32) {
+        const __m512 x = _mm512_loadu_ps(static_cast<const float*>(xv) + k);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) acc[r] = _mm512_fmadd_ps(x, load_w<Kind::f32_w16>(p[r], k), acc[r]);
+      } else {
+        const __m512bh x = (__m512bh)_mm512_loadu_si512(static_cast<const uint16_t*>(xv) + k);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) acc[r] = _mm512_dpbf16_ps(acc[r], x, (__m512bh)_mm512_loadu_si512(p[r] + k));
+      }
+    }
+    for (int r = 0; r < R; ++r) tot[r] = _mm512_add_ps(tot[r], acc[r]);
+  }
+  for (int r = 0; r < R; ++r) out[r] = fold16(tot[r]);
+}
+
+// in a multiple of the step (no padding to read past a row's end)
+template <bool kF32>
+bool bf16_one_row(const LinearWeight& w, const void* x, int64_t o0, int64_t n, float* out) {
+  if (w.format != WeightFormat::bf16 || w.in % (kF32 ? 16 : 32) != 0) return false;
+  const uint16_t* base = static_cast<const uint16_t*>(w.data);
+  row_groups(n, [&]<int R>(int64_t j) {
+    const uint16_t* p[R];
+    for (int r = 0; r < R; ++r) p[r] = base + (o0 + j + r) * w.in;
+    bf16_row_group<R, kF32>(p, x, w.in, out + j);
+  });
+  return true;
+}
+
 // One route's rows (gathered: rows × kpad, their indices into y in idx) against all weights.
 template <bool kBf16>
 void route_product(const LinearWeight& w, const void* x, const std::vector<int64_t>& idx, float* y, bool rb) {
@@ -360,8 +476,16 @@ void route_product(const LinearWeight& w, const void* x, const std::vector<int64
       const int64_t o0 = t * kTile, n = std::min(kTile, out - o0);
       if constexpr (kBf16) {
         float one[kTile];
-        if (rows == 1 && w.format == WeightFormat::fp8 &&
-            fp8_one_row(w, static_cast<const uint16_t*>(x), o0, n, one)) {
+        const auto* xb = static_cast<const uint16_t*>(x);
+        if (rows == 1 && ((w.format == WeightFormat::fp8 && fp8_one_row(w, xb, o0, n, one)) ||
+                          (w.format == WeightFormat::fp4 && fp4_one_row(w, xb, o0, n, one)) ||
+                          bf16_one_row<false>(w, xb, o0, n, one))) {
+          for (int64_t j = 0; j < n; ++j) y[idx[0] * out + o0 + j] = fast_output(one[j], rb);
+          continue;
+        }
+      } else {
+        float one[kTile];
+        if (rows == 1 && bf16_one_row<true>(w, x, o0, n, one)) {
           for (int64_t j = 0; j < n; ++j) y[idx[0] * out + o0 + j] = fast_output(one[j], rb);
           continue;
         }
