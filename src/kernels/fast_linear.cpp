@@ -165,7 +165,9 @@ void fast_linear_isa(Isa isa, const LinearWeight& w, const float* x, int64_t row
   if (w.empty()) throw Error("linear: weight is missing");
   if (int(isa) > int(detected_isa())) throw Error("fast_linear: this CPU lacks the requested ISA");
   std::vector<uint8_t> bf16_rows(static_cast<size_t>(rows));
-  for (int64_t r = 0; r < rows; ++r) bf16_rows[size_t(r)] = fast_row_is_bf16(w, x + r * w.in, w.in);
+  parallel_for(rows, std::max<int64_t>(1, (int64_t(1) << 15) / std::max<int64_t>(1, w.in)), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) bf16_rows[size_t(r)] = fast_row_is_bf16(w, x + r * w.in, w.in);
+  });
   if (isa == Isa::avx512) return avx512::fast_linear(w, x, rows, bf16_rows.data(), y, rb);
   fast_linear_portable(isa, w, x, rows, bf16_rows.data(), y, rb);
 }

@@ -79,6 +79,11 @@ LinearRoute linear_route(const LinearWeight& w, int64_t rows);
 
 // y[rows, out] = x[rows, in] · Wᵀ. round_bf16: round outputs to bf16 (the reference's fp8/fp4
 // GEMMs and bf16 F.linear return bf16; its fp32 linears — gate, compressor, head — do not).
+// The numerics profile (core/numerics.h) picks the sums: exact, or fast (kernels/fast_linear.h).
 void linear(const LinearWeight& w, const float* x, int64_t rows, float* y, bool round_bf16);
+// The exact profile's sums whatever the active profile: for products that are not weight
+// products but borrow the layout (the indexer's keys in the weight role), which other kernels
+// compute exactly on other paths.
+void linear_exact(const LinearWeight& w, const float* x, int64_t rows, float* y, bool round_bf16);
 
 }  // namespace strata::kernels

@@ -23,9 +23,13 @@
 #include "models/deepseek_v4/indexer_scratch.h"
 #include "models/dsv4_fixture.h"
 #include "text/tokenizer.h"
+#include "models/numerics_profiles.h"
 
 namespace strata::engine {
 namespace {
+
+class EngineEveryProfile : public ::strata::testing::ProfileTest {};
+STRATA_EVERY_PROFILE(EngineEveryProfile);
 using testing::Collector;
 using testing::mixed_requests;
 using testing::Outcome;
@@ -85,7 +89,7 @@ EngineMetrics check_against_generate(EngineOptions opt, int count, int threads_e
   return m;
 }
 
-TEST(Engine, StaggeredRequestsEqualGenerateAlone) {
+TEST_P(EngineEveryProfile, StaggeredRequestsEqualGenerateAlone) {
   EngineOptions opt;
   opt.max_running = 4;
   opt.max_batch_tokens = 16;  // prompts are prefilled in chunks mixed with decode tokens
@@ -188,7 +192,7 @@ TEST(Engine, PreemptionAcrossBlocksEqualsGenerate) { preemption_across_blocks(0)
 // forward_batch as other requests' prefill chunks and decode tokens, rolled back on
 // rejection; with preemption, prefix checkpoints and block boundaries every request still
 // equals generate() alone, and the pool ends empty (rejected tokens' blocks given back).
-TEST(Engine, SpeculativeDecodingEqualsGenerateAlone) {
+TEST_P(EngineEveryProfile, SpeculativeDecodingEqualsGenerateAlone) {
   EngineOptions opt;
   opt.max_running = 4;
   opt.max_batch_tokens = 16;

@@ -17,9 +17,13 @@
 #include "engine/speculative.h"
 #include "kernels/parallel.h"
 #include "models/qwen3_5_fixture.h"
+#include "models/numerics_profiles.h"
 
 namespace strata::engine {
 namespace {
+
+class Qwen35EngineEveryProfile : public ::strata::testing::ProfileTest {};
+STRATA_EVERY_PROFILE(Qwen35EngineEveryProfile);
 using testing::Collector;
 using testing::Outcome;
 
@@ -63,7 +67,7 @@ int64_t pool_left(const EngineMetrics& m) {
   return left;
 }
 
-TEST(Qwen35Engine, BatchedRequestsEqualEachAlone) {
+TEST_P(Qwen35EngineEveryProfile, BatchedRequestsEqualEachAlone) {
   EngineOptions opt;
   opt.max_running = 4;
   opt.max_batch_tokens = 24;  // prompts are prefilled in chunks beside other requests' decode tokens
@@ -95,7 +99,7 @@ TEST(Qwen35Engine, PreemptionOnATinyPoolEqualsEachAlone) {
 // MTP drafts verified inside the batch; random weights reject nearly every draft, and forced
 // drafts (the request's own continuation, some made wrong) are accepted up to the wrong one:
 // both paths roll the recurrent state back through its draft slots.
-TEST(Qwen35Engine, SpeculativeDecodingEqualsEachAlone) {
+TEST_P(Qwen35EngineEveryProfile, SpeculativeDecodingEqualsEachAlone) {
   auto reqs = requests(8);
   for (auto& r : reqs) {
     r.sampling.max_tokens = 12;

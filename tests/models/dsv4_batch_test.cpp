@@ -6,9 +6,13 @@
 
 #include "core/error.h"
 #include "models/dsv4_fixture.h"
+#include "models/numerics_profiles.h"
 
 namespace strata::dsv4 {
 namespace {
+
+class Dsv4BatchEveryProfile : public ::strata::testing::ProfileTest {};
+STRATA_EVERY_PROFILE(Dsv4BatchEveryProfile);
 
 std::vector<int64_t> ids(int64_t n, int64_t salt) {
   std::vector<int64_t> v;
@@ -28,7 +32,7 @@ void expect_same_state(const SequenceState& a, const SequenceState& b) {
   for (size_t L = 0; L < a.layers.size(); ++L) expect_same_layer(a.layers[L], b.layers[L], "layer " + std::to_string(L));
 }
 
-TEST(Dsv4Batch, StackedSequencesEqualEachAlone) {
+TEST_P(Dsv4BatchEveryProfile, StackedSequencesEqualEachAlone) {
   testing::TinyModel tiny;
   const Model& m = *tiny.model;
   // Three sequences with different histories (one crosses the 128-token HCA block).
@@ -68,7 +72,7 @@ void expect_same_mtp(const SequenceState& a, const SequenceState& b, const std::
 
 // The MTP block over stacked sequences (several rows for one, logits for some) equals
 // mtp_forward / mtp_advance per sequence: logits, output streams and MTP states bitwise.
-TEST(Dsv4Batch, StackedMtpEqualsEachAlone) {
+TEST_P(Dsv4BatchEveryProfile, StackedMtpEqualsEachAlone) {
   testing::TinyModel tiny;
   const Model& m = *tiny.model;
   ASSERT_EQ(m.n_mtp(), 1);

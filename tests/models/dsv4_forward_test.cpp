@@ -14,9 +14,13 @@
 #include "core/error.h"
 #include "kernels/parallel.h"
 #include "models/dsv4_fixture.h"
+#include "models/numerics_profiles.h"
 
 namespace strata::dsv4 {
 namespace {
+
+class Dsv4ForwardEveryProfile : public ::strata::testing::ProfileTest {};
+STRATA_EVERY_PROFILE(Dsv4ForwardEveryProfile);
 
 testing::TinyModel& tiny() {
   static testing::TinyModel m;
@@ -38,7 +42,7 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 // CSA indexer becomes selective (more than index_topk = 32 visible entries from token 131 on).
 constexpr int64_t kLen = 300;
 
-TEST(Dsv4Forward, PrefillChunksAndDecodeAgreeBitwise) {
+TEST_P(Dsv4ForwardEveryProfile, PrefillChunksAndDecodeAgreeBitwise) {
   Model& m = *tiny().model;
   auto ids = random_ids(kLen, m.config().vocab_size, 1);
 
@@ -77,7 +81,7 @@ TEST(Dsv4Forward, PrefillChunksAndDecodeAgreeBitwise) {
   EXPECT_EQ(a.layers[2].index_keys.n_entries(), kLen / 4);
 }
 
-TEST(Dsv4Forward, LogitsDoNotDependOnThreadCount) {
+TEST_P(Dsv4ForwardEveryProfile, LogitsDoNotDependOnThreadCount) {
   Model& m = *tiny().model;
   auto ids = random_ids(140, m.config().vocab_size, 2);
   kernels::set_num_threads(1);
@@ -107,7 +111,7 @@ TEST(Dsv4Forward, LogitsAreNotDegenerate) {
   EXPECT_FALSE(same_bits(a, b));
 }
 
-TEST(Dsv4Forward, MtpChunkedEqualsStepByStep) {
+TEST_P(Dsv4ForwardEveryProfile, MtpChunkedEqualsStepByStep) {
   Model& m = *tiny().model;
   ASSERT_EQ(m.n_mtp(), 1);
   auto ids = random_ids(41, m.config().vocab_size, 4);
@@ -139,6 +143,40 @@ TEST(Dsv4Forward, RejectsBadInputs) {
   EXPECT_EQ(st.pos, 0) << "a rejected call must leave the state alone";
   st.pos = m.max_positions() - 1;
   EXPECT_THROW(m.prefill(st, {1, 2}), Error);
+}
+
+}  // namespace
+}  // namespace strata::dsv4
+
+namespace strata::dsv4 {
+namespace {
+
+// The fast profile really changes the sums (fp32 in a fixed order instead of exact), and the
+// logits stay near the exact ones: the spread printed is what the tolerance stands on.
+TEST(Dsv4Forward, FastProfileDiffersFromExactAndStaysClose) {
+  Model& m = *tiny().model;
+  auto ids = random_ids(40, m.config().vocab_size, 5);
+  std::vector<float> exact, fast;
+  {
+    ScopedNumerics p(Numerics::exact);
+    SequenceState s = m.new_state();
+    exact = m.prefill(s, ids);
+  }
+  {
+    ScopedNumerics p(Numerics::fast);
+    SequenceState s = m.new_state();
+    fast = m.prefill(s, ids);
+  }
+  ASSERT_EQ(exact.size(), fast.size());
+  double worst = 0, rms = 0;
+  for (size_t i = 0; i < exact.size(); ++i) {
+    worst = std::max(worst, double(std::fabs(exact[i] - fast[i])));
+    rms += double(exact[i]) * exact[i];
+  }
+  rms = std::sqrt(rms / double(exact.size()));
+  std::printf("fast vs exact, 40-token prefill: max |dlogit| %.4g (logit rms %.4g)\n", worst, rms);
+  EXPECT_FALSE(same_bits(exact, fast));
+  EXPECT_LT(worst, 0.25 * rms);
 }
 
 }  // namespace

@@ -11,9 +11,13 @@
 #include "cache/cache_records.h"
 #include "core/error.h"
 #include "models/qwen3_5_fixture.h"
+#include "models/numerics_profiles.h"
 
 namespace strata::qwen35 {
 namespace {
+
+class Qwen35ModelEveryProfile : public ::strata::testing::ProfileTest {};
+STRATA_EVERY_PROFILE(Qwen35ModelEveryProfile);
 using testing::tiny;
 
 std::vector<int64_t> random_ids(int64_t n, uint64_t seed) {
@@ -38,7 +42,7 @@ bool same(const std::vector<cache::CacheRecord>& a, const std::vector<cache::Cac
   return true;
 }
 
-TEST(Qwen35Model, ChunkingAndBatchingGiveTheSameBits) {
+TEST_P(Qwen35ModelEveryProfile, ChunkingAndBatchingGiveTheSameBits) {
   const Model& m = *tiny().model;
   const auto ids = random_ids(300, 1);
   auto whole = m.new_sequence();
@@ -117,7 +121,7 @@ TEST(Qwen35Model, PooledStateGivesTheSameLogitsAndHoldsTheLedgersBytes) {
 // A verification pass over M tokens, rolled back to every kept prefix, equals running only
 // that prefix; the undo log copies no state bytes (the recurrent state goes through draft
 // slots, the K/V appends are undone by truncation).
-TEST(Qwen35Model, RollbackThroughDraftSlotsEqualsRunningThePrefix) {
+TEST_P(Qwen35ModelEveryProfile, RollbackThroughDraftSlotsEqualsRunningThePrefix) {
   const Model& m = *tiny().model;
   models::CacheOptions o;
   o.draft_tokens = 4;

@@ -193,6 +193,12 @@ void decode_fp8_tile(const LinearWeight& w, int64_t r0, int64_t rows, int64_t c0
       for (int64_t j = 0; j < rows; ++j) {
         const uint8_t* p = static_cast<const uint8_t*>(w.data) + (r0 + j) * in;
         uint16_t* d = dst + j * stride - c0;
+        // the row's block after next: rows of a tile are far apart, so the hardware's stream
+        // prefetch does not see a 128-byte run per row coming
+        if (c + 2 * kFastBlock < in) {
+          _mm_prefetch(reinterpret_cast<const char*>(p + c + 2 * kFastBlock), _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(p + c + 2 * kFastBlock + 64), _MM_HINT_T0);
+        }
         int64_t k = c;
         for (; k < full_end; k += 32)
           _mm512_storeu_si512(d + k, e4m3_bf16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + k)), t));
@@ -244,6 +250,9 @@ void decode_fp4_chunk(const LinearWeight& w, int64_t r, int64_t c0, int64_t c1, 
   const __m512 values = _mm512_load_ps(tables.f32);
   const __m512i first = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
   const __m512i second = _mm512_add_epi32(first, _mm512_set1_epi32(8));
+  // this row's bytes of the next chunk (rows are far apart: no stream for the hardware to see)
+  for (int64_t b = c1 / 2; b < std::min(c1 + kChunk, in) / 2; b += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(p + b), _MM_HINT_T0);
   for (int64_t c = c0; c < std::min(c1, in); c += 32) {
     const uint8_t e = sc[c / 32];
     const __m512i d = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + c / 2)));
@@ -547,12 +556,19 @@ void fast_linear(const LinearWeight& w, const float* x, int64_t rows, const uint
   if (!bi.empty()) {
     AlignedBuffer<uint16_t> xb;
     xb.reserve(size_t(int64_t(bi.size()) * k32));
-    for (size_t j = 0; j < bi.size(); ++j) {
-      const float* xr = x + bi[j] * in;
-      uint16_t* d = xb.data() + int64_t(j) * k32;
-      for (int64_t k = 0; k < in; ++k) d[k] = uint16_t(std::bit_cast<uint32_t>(xr[k]) >> 16);
-      std::fill(d + in, d + k32, uint16_t(0));
-    }
+    parallel_for(int64_t(bi.size()), std::max<int64_t>(1, (int64_t(1) << 15) / std::max<int64_t>(1, in)),
+                 [&](int64_t b, int64_t e) {
+                   for (int64_t j = b; j < e; ++j) {
+                     const float* xr = x + bi[size_t(j)] * in;
+                     uint16_t* d = xb.data() + j * k32;
+                     int64_t k = 0;
+                     for (; k + 16 <= in; k += 16)  // the upper halves: these values are bf16
+                       _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + k),
+                                           _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_loadu_si512(xr + k), 16)));
+                     for (; k < in; ++k) d[k] = uint16_t(std::bit_cast<uint32_t>(xr[k]) >> 16);
+                     std::fill(d + in, d + k32, uint16_t(0));
+                   }
+                 });
     route_product<true>(w, xb.data(), bi, y, rb);
   }
   if (!fi.empty()) {

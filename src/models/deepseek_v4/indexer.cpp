@@ -73,9 +73,10 @@ const float* indexer_scores(const IndexerSpec& s, const float* q, const float* w
     return score;
   }
   // z[h][t] = q_h · k_t for a chunk of keys at a time, as one product with the keys in the
-  // weight role (kernels::linear: each element is the canonical dot, the same bits as
-  // dot(q_h, k_t)); the chunk's keys are unpacked from their storage format first (exact: the
-  // stored values).
+  // weight role (kernels::linear_exact: each element is the canonical dot, the same bits as
+  // dot(q_h, k_t) and as the integer route above, in every numerics profile: these are attention
+  // scores, not weight products); the chunk's keys are unpacked from their storage format first
+  // (exact: the stored values).
   float* z = scratch.products(0);
   float* kd = scratch.unpacked();
   for (int64_t t0 = 0; t0 < n_visible; t0 += kChunk) {
@@ -85,7 +86,7 @@ const float* indexer_scores(const IndexerSpec& s, const float* q, const float* w
       for (int64_t t = tb; t < te; ++t) keys.entry_values(t0 + t, kd + t * s.head_dim);
     });
     const kernels::LinearWeight kw{kernels::WeightFormat::f32, kd, nullptr, nt, s.head_dim};
-    kernels::linear(kw, q, s.heads, z, false);
+    kernels::linear_exact(kw, q, s.heads, z, false);
     kernels::parallel_for(nt, 256, [&](int64_t tb, int64_t te) {
       kernels::index_score(z + tb, s.heads, te - tb, nt, weights, score + t0 + tb);
     });

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "core/numerics.h"
 #include "core/numfmt.h"
 #include "kernels/dot.h"
 #include "kernels/linear.h"
@@ -42,7 +43,9 @@ void hc_pre_rows(const HcWeights& w, const HcSpec& s, const float* x, int64_t ro
   // (each the canonical dot mixes_of takes; per row, each row read the whole fn again)
   // (a decode row keeps the plain dots: the product's set-up cost more than it saved there)
   std::vector<float> mixes(static_cast<size_t>(rows * n_mix));
-  const bool product = rows >= 4;
+  // The dots equal the product's bits in the exact profile only: the fast one sums the product
+  // in its own order, so there every row takes the product.
+  const bool product = rows >= 4 || active_numerics() != Numerics::exact;
   if (product)
     kernels::linear(kernels::LinearWeight{kernels::WeightFormat::f32, w.fn, nullptr, n_mix, n}, x, rows, mixes.data(), false);
   kernels::parallel_for(rows, 4, [&](int64_t b, int64_t e) {
