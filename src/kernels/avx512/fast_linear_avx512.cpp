@@ -321,39 +321,6 @@ void fp8_row_group(const uint8_t* const* p, const uint16_t* tabs, const uint16_t
   for (int r = 0; r < R; ++r) out[r] = fold16(tot[r]);
 }
 
-bool fp8_one_row(const LinearWeight& w, const uint16_t* xb, int64_t o0, int64_t n, float* out) {
-  const int64_t in = w.in, blocks = in / 128;
-  if (in % 128 != 0) return false;
-  const uint8_t* sc = w.scale + (o0 / 128) * blocks;
-  for (int64_t b = 0; b < blocks; ++b)
-    if (sc[b] < 10 || sc[b] > 246) return false;
-  thread_local AlignedBuffer<uint16_t> tabs;
-  tabs.reserve(size_t(blocks * 128));
-  const E4m3Table& table = e4m3_table();
-  for (int64_t b = 0; b < blocks; ++b) {
-    const __m512i shift = _mm512_set1_epi16(int16_t((int(sc[b]) - 127) * 128));
-    for (int q = 0; q < 4; ++q) {
-      const __m512i u = _mm512_load_si512(table.bf16 + 32 * q);
-      const __mmask32 m = q == 0 ? ~__mmask32(1) : q == 3 ? __mmask32(0x7FFFFFFFu) : ~__mmask32(0);
-      _mm512_store_si512(tabs.data() + b * 128 + 32 * q, _mm512_mask_add_epi16(u, m, u, shift));
-    }
-  }
-  const uint8_t* base = static_cast<const uint8_t*>(w.data);
-  for (int64_t j = 0; j < n;) {
-    const uint8_t* p[4];
-    const int64_t g = std::min<int64_t>(4, n - j);
-    for (int64_t r = 0; r < g; ++r) p[r] = base + (o0 + j + r) * in;
-    switch (g) {
-      case 4: fp8_row_group<4>(p, tabs.data(), xb, in, out + j); break;
-      case 3: fp8_row_group<3>(p, tabs.data(), xb, in, out + j); break;
-      case 2: fp8_row_group<2>(p, tabs.data(), xb, in, out + j); break;
-      default: fp8_row_group<1>(p, tabs.data(), xb, in, out + j); break;
-    }
-    j += g;
-  }
-  return true;
-}
-
 // Calls group<R>(j, R) over [0, n) in groups of up to four rows.
 template <class F>
 void row_groups(int64_t n, F&& group) {
@@ -367,6 +334,43 @@ void row_groups(int64_t n, F&& group) {
     }
     j += g;
   }
+}
+
+bool fp8_rows_from_tables(const LinearWeight& w, const uint16_t* tabs, const uint16_t* xb, int64_t o0, int64_t n,
+                          float* out) {
+  const uint8_t* base = static_cast<const uint8_t*>(w.data);
+  row_groups(n, [&]<int R>(int64_t j) {
+    const uint8_t* p[R];
+    for (int r = 0; r < R; ++r) p[r] = base + (o0 + j + r) * w.in;
+    fp8_row_group<R>(p, tabs, xb, w.in, out + j);
+  });
+  return true;
+}
+
+bool fp8_one_row(const LinearWeight& w, const uint16_t* xb, int64_t o0, int64_t n, float* out) {
+  const int64_t in = w.in, blocks = in / 128;
+  if (in % 128 != 0) return false;
+  const uint8_t* sc = w.scale + (o0 / 128) * blocks;
+  for (int64_t b = 0; b < blocks; ++b)
+    if (sc[b] < 10 || sc[b] > 246) return false;
+  // tables are a function of the band's scale bytes alone: the band's eight tiles (and any band
+  // with the same scales) reuse them
+  thread_local AlignedBuffer<uint16_t> tabs;
+  thread_local std::vector<uint8_t> tabs_for;
+  if (tabs_for.size() == size_t(blocks) && std::equal(sc, sc + blocks, tabs_for.begin()))
+    return fp8_rows_from_tables(w, tabs.data(), xb, o0, n, out);
+  tabs.reserve(size_t(blocks * 128));
+  tabs_for.assign(sc, sc + blocks);
+  const E4m3Table& table = e4m3_table();
+  for (int64_t b = 0; b < blocks; ++b) {
+    const __m512i shift = _mm512_set1_epi16(int16_t((int(sc[b]) - 127) * 128));
+    for (int q = 0; q < 4; ++q) {
+      const __m512i u = _mm512_load_si512(table.bf16 + 32 * q);
+      const __mmask32 m = q == 0 ? ~__mmask32(1) : q == 3 ? __mmask32(0x7FFFFFFFu) : ~__mmask32(0);
+      _mm512_store_si512(tabs.data() + b * 128 + 32 * q, _mm512_mask_add_epi16(u, m, u, shift));
+    }
+  }
+  return fp8_rows_from_tables(w, tabs.data(), xb, o0, n, out);
 }
 
 // FP4 rows against one activation row: 16 bytes (32 columns, one scale) a step, decoded in
