@@ -74,3 +74,200 @@ def mean_sq(x):
 def sum_sq(x):
     """sum(x^2) over the last dim: fp64 squares and sum, rounded once to fp32."""
     return sum_exact(x.double().square())
+
+
+# ================================================================ numerics profiles
+# "exact": the rules above. "fast": the weight products (the engine's kernels::linear) accumulate
+# in fp32 in a fixed order, as src/kernels/fast_linear.h defines bit for bit (vdpbf16ps lanes on
+# the bf16 route, fp32 FMA on the f32 route); every other rounding point stays as in "exact".
+# Only linear_mm depends on the profile: the other products (attention scores and values, the
+# indexer's scores, the delta rule's state products) stay exact in both.
+PROFILES = ("exact", "fast")
+_profile = "exact"
+
+
+def set_profile(name):
+    """Selects the numerics profile, "exact" (default) or "fast"; returns the previous one."""
+    global _profile
+    if name not in PROFILES:
+        raise ValueError(f"numerics profile {name!r}: choose one of {', '.join(PROFILES)}")
+    prev, _profile = _profile, name
+    return prev
+
+
+def get_profile():
+    return _profile
+
+
+class profile:
+    """with numerics.profile("fast"): ... — the profile for a block, the previous one restored."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __enter__(self):
+        self.prev = set_profile(self.name)
+        return self
+
+    def __exit__(self, *exc):
+        set_profile(self.prev)
+        return False
+
+
+def linear_mm(x, w, weight_bf16=True):
+    """A weight product y = x · wᵀ, as the engine's kernels::linear computes it (the callers round
+    to bf16 where the engine asks for bf16 outputs).
+
+    x: [..., in] fp32 activation (for FP8/FP4 weights already act-quantized: the dequantized
+    values); w: [out, in] fp32 weight values (dequantized, scales applied). weight_bf16: the
+    weight's format is bf16, fp8 or fp4 (its values are bf16 values); False for an f32 weight
+    (the mHC's fn), which always takes the fast profile's f32 route.
+
+    exact: mm(x, wᵀ). fast: fast_linear (kernels/fast_linear.h)."""
+    if _profile == "exact":
+        return mm(x, w.t())
+    return fast_linear(x, w, weight_bf16)
+
+
+# ---------------------------------------------------------------- the fast linear, bit for bit
+# The definition (kernels/fast_linear.h): per activation row a route, bf16 (weight not f32 and
+# every x[k] a bf16 value) or f32; 16 fp32 lanes; columns in blocks of 128, each lane's block sum
+# starting at +0 and added (fp32) into the lane's total (starting at +0) at the block's end, a
+# short last block padded with zeros; bf16: lane i takes the column pairs (2i, 2i+1) of every 32
+# columns, each pair one vdpbf16ps lane step (kernels/dpbf16.h: the odd column's product first,
+# then the even one, each added exactly and rounded once to fp32, denormal operands read as zero,
+# results below 2^-126 flushed); f32: lane k mod 16, acc = fma(x[k], w[k], acc) (one rounding,
+# IEEE, denormals kept). Output: t[i] += t[i+h] for h = 8, 4, 2, 1, then t[0].
+#
+# FAST_ORDER holds the order's parameters. Only the defaults are the definition; the others are
+# equally valid orders of the same rounding points, used to measure the spread that the
+# whole-model tolerances come from (reference/README.md §Fast profile):
+#   lanes            fp32 lanes (bf16: lane i takes the pair (2i, 2i+1) of every 2·lanes columns)
+#   block            columns per block (a multiple of 2·lanes), or None: one block of all columns
+#   fold_each_block  fold the lanes' block sums at each block end and add that to one total
+FAST_ORDER = {"lanes": 16, "block": 128, "fold_each_block": False}
+_FAST_DEFAULT = dict(FAST_ORDER)
+
+_TINY = 2.0 ** -126                      # fp32's smallest normal
+_TINY_UP = 2.0 ** -126 - 2.0 ** -151     # [_TINY_UP, _TINY) rounds up to 2^-126 (tininess after rounding)
+_F32_OVERFLOW = 2.0 ** 128 - 2.0 ** 103  # the tie between FLT_MAX and 2^128: from here on, inf
+
+
+def set_fast_order(**kw):
+    """Changes FAST_ORDER (spread measurements only); set_fast_order() restores the definition."""
+    FAST_ORDER.clear()
+    FAST_ORDER.update(_FAST_DEFAULT)
+    for k, v in kw.items():
+        if k not in FAST_ORDER:
+            raise ValueError(f"unknown fast order parameter {k}")
+        FAST_ORDER[k] = v
+
+
+def is_bf16_value(x):
+    """Elementwise: x (fp32) is a bf16 value (its low 16 bits are zero)."""
+    return (x.float().contiguous().view(torch.int32) & 0xFFFF) == 0
+
+
+def flush_tiny(v):
+    """Magnitudes below 2^-126 become a zero of their sign (a bf16 operand of vdpbf16ps: DAZ;
+    decode_weight_bf16's rule for weights)."""
+    return torch.where(v.abs() < _TINY, v * 0.0, v)
+
+
+def _to_f32(s):
+    """fp64 -> fp32, round to nearest even (torch's conversion: denormals kept, >= the overflow
+    tie -> inf), kept as fp64."""
+    return s.float().double()
+
+
+def _dp_step(c, a, b):
+    """One vdpbf16ps step on fp64 tensors holding fp32 values: fp32(c + a·b) with one rounding,
+    then the FTZ rule. a, b: bf16 operands already read (denormals zero); c: no denormal.
+    a·b is exact in fp64 and the fp64 sum is no fp32 midpoint unless exact (kernels/dpbf16.h), so
+    rounding it to fp32 is the one rounding. NaN (inf·0, inf - inf) stays NaN (payloads are not
+    modelled)."""
+    r = a * b + c
+    mag = r.abs()
+    flushed = torch.where(mag >= _TINY_UP, torch.sign(r) * _TINY, r * 0.0)
+    return _to_f32(torch.where(mag < _TINY, flushed, r))
+
+
+def _fma_f32(c, a, b):
+    """fp32 fma(a, b, c) with one rounding, on fp64 tensors holding fp32 values. p = a·b is exact in
+    fp64; s = RN64(p + c) with its exact error e (TwoSum); rounding s to odd at 53 bits when e != 0
+    and then to fp32 (53 >= 24 + 2) gives the correctly rounded fp32 of p + c, denormals and
+    overflow included."""
+    p = a * b
+    s = p + c
+    bp = s - p
+    ap = s - bp
+    e = (p - ap) + (c - bp)
+    odd = (s.view(torch.int64) & 1) != 0
+    fix = (e != 0) & ~odd & torch.isfinite(s)
+    toward = torch.where(e > 0, torch.full_like(s, float("inf")), torch.full_like(s, float("-inf")))
+    s = torch.where(fix, torch.nextafter(s, toward), s)
+    return _to_f32(s)
+
+
+def _fold(t):
+    """Lane totals [..., L] (fp32) -> [...]: t[i] += t[i + h] for h = L/2, ..., 1, then t[0]."""
+    h = t.shape[-1] // 2
+    while h >= 1:
+        t = t[..., :h] + t[..., h:2 * h]
+        h //= 2
+    return t[..., 0]
+
+
+def _fast_route(x, w, bf16_route):
+    """[R, K] x [O, K] -> [R, O] fp32 in FAST_ORDER (x, w fp32 tensors, zero-padded inside)."""
+    L, B, fold_each = FAST_ORDER["lanes"], FAST_ORDER["block"], FAST_ORDER["fold_each_block"]
+    R, K = x.shape
+    O = w.shape[0]
+    step = 2 * L if bf16_route else L
+    B = B or -(-K // step) * step
+    assert B % step == 0 and L & (L - 1) == 0
+    Kp = -(-K // B) * B
+    xd = torch.nn.functional.pad(x.double(), (0, Kp - K))
+    wd = torch.nn.functional.pad(w.double(), (0, Kp - K))
+    if bf16_route:   # the operands as the bf16 unit reads them
+        xd, wd = flush_tiny(xd), flush_tiny(wd)
+        # [R or O, K/(2L), L, 2]: step s, lane i, pair (even, odd)
+        xs = xd.view(R, Kp // step, L, 2)
+        ws = wd.view(O, Kp // step, L, 2)
+    else:
+        xs = xd.view(R, Kp // step, L)
+        ws = wd.view(O, Kp // step, L)
+    total = torch.zeros(R, O, 1 if fold_each else L, dtype=torch.float32)
+    per_block = B // step
+    for b0 in range(0, Kp // step, per_block):
+        acc = torch.zeros(R, O, L, dtype=torch.float64)
+        for s in range(b0, b0 + per_block):
+            if bf16_route:
+                acc = _dp_step(acc, xs[:, None, s, :, 1], ws[None, :, s, :, 1])   # odd column first
+                acc = _dp_step(acc, xs[:, None, s, :, 0], ws[None, :, s, :, 0])
+            else:
+                acc = _fma_f32(acc, xs[:, None, s, :], ws[None, :, s, :])
+        blk = acc.float()
+        total = total + (_fold(blk).unsqueeze(-1) if fold_each else blk)
+    return total[..., 0] if fold_each else _fold(total)
+
+
+def fast_linear(x, w, weight_bf16=True):
+    """The fast profile's y = x · wᵀ (kernels/fast_linear.h), fp32 [..., out]; see linear_mm.
+    weight_bf16: the weight is bf16 / fp8 / fp4 (its values are read as decode_weight_bf16 reads
+    them: magnitudes below 2^-126 -> signed zero); False: an f32 weight (f32 route for every row)."""
+    shape = x.shape
+    x = x.reshape(-1, shape[-1]).float()
+    w = w.float()
+    R = x.shape[0]
+    y = torch.empty(R, w.shape[0], dtype=torch.float32)
+    if weight_bf16:
+        assert bool(is_bf16_value(flush_tiny(w)).all()), "a bf16/fp8/fp4 weight must hold bf16 values"
+        bf_rows = is_bf16_value(x).all(-1)
+    else:
+        bf_rows = torch.zeros(R, dtype=torch.bool)
+    for route, rows in ((True, bf_rows), (False, ~bf_rows)):
+        idx = rows.nonzero().flatten()
+        if idx.numel():
+            y[idx] = _fast_route(x[idx], flush_tiny(w) if route else w, route)
+    return y.reshape(*shape[:-1], w.shape[0])
