@@ -19,7 +19,7 @@ import torch.nn.functional as F
 
 from .formats import (act_quant_sim, bf16, bf16_from_bits, dequant_fp4_weight, dequant_fp8_weight,
                       e4m3_decode, e8m0_decode, fp4_act_quant_sim, hadamard)
-from .numerics import einsum, exp, mean_exact, mean_sq, mm, rsqrt, sigmoid, silu, softmax  # noqa: F401 (D.mm etc.)
+from .numerics import einsum, exp, get_profile, linear_mm, mean_exact, mean_sq, mm, rsqrt, sigmoid, silu, softmax  # noqa: F401 (D.mm etc.)
 from .safetensors_io import Checkpoint
 
 NEG_INF = float("-inf")
@@ -154,8 +154,9 @@ class DictWeights:
 def qlinear(x, w):
     """M:linear for an FP8 or FP4 weight: act_quant(x, 128, ue8m0) (K:act_quant, not in place), then
     an exact product with the dequantized weight accumulated in fp32 (K:fp8_gemm / fp4_gemm),
-    output in the default dtype bf16."""
-    return bf16(mm(act_quant_sim(x, 128), w.t()))
+    output in the default dtype bf16. (The product is numerics.linear_mm, as every weight product
+    that the engine computes with kernels::linear: exact, or the fast profile's order.)"""
+    return bf16(linear_mm(act_quant_sim(x, 128), w))
 
 
 def lin(x, wk):
@@ -163,7 +164,7 @@ def lin(x, wk):
     w, kind = wk
     if kind in ("fp8", "fp4"):
         return qlinear(x, w)
-    return bf16(mm(x, w.t()))
+    return bf16(linear_mm(x, w))
 
 
 def rms_norm(x, w, eps):
@@ -302,9 +303,10 @@ def hc_split_sinkhorn(mixes, scale, base, hc, iters, eps):
 
 
 def hc_mixes(X, fn, eps):
-    """M:Block.hc_pre first half: flatten the hc streams (fp32), mixes = (x @ fn^T) * rsqrt(mean(x^2)+eps)."""
+    """M:Block.hc_pre first half: flatten the hc streams (fp32), mixes = (x @ fn^T) * rsqrt(mean(x^2)+eps).
+    fn is an F32 tensor: in the fast profile the f32 route (fp32 FMAs)."""
     xf = X.flatten(-2)
-    return mm(xf, fn.t()) * rsqrt(mean_sq(xf) + eps)
+    return linear_mm(xf, fn, weight_bf16=False) * rsqrt(mean_sq(xf) + eps)
 
 
 def hc_pre(X, fn, scale, base, cfg):
@@ -333,7 +335,7 @@ def gate(x, weight, bias, tid2eid, ids, topk, route_scale):
     Hash layers take experts tid2eid[id]; others top-k of scores + bias (bias only selects).
     Tie-break (ours): equal values -> lowest expert index first. Weights = raw scores of the chosen
     experts / their sum * route_scale."""
-    scores = sqrt_softplus(mm(x, weight.t()))
+    scores = sqrt_softplus(linear_mm(x, weight))
     if tid2eid is not None:
         indices = tid2eid[ids]
     else:
@@ -400,8 +402,8 @@ class Compressor:
     def forward(self, x, start_pos, st):
         """x [S,dim] bf16 values. Returns the new entries (possibly empty); appends them to st['cache']."""
         r, d = self.ratio, self.d
-        kv = mm(x, self.wkv.t())          # fp32 projections (bf16 weights upcast)
-        score = mm(x, self.wgate.t())
+        kv = linear_mm(x, self.wkv)          # fp32 projections (bf16 weights upcast)
+        score = linear_mm(x, self.wgate)
         S = x.shape[0]
         if start_pos == 0:
             cutoff = S - S % r
@@ -562,7 +564,12 @@ class Attention:
         o = apply_rope(o, cos, sin, inverse=True)
         G = cfg.o_groups
         wo_a = self.wo_a.view(G, cfg.o_lora_rank, -1)
-        u = bf16(einsum("sgd,grd->sgr", o.reshape(S, G, -1), wo_a))
+        og = o.reshape(S, G, -1)
+        if get_profile() == "exact":
+            u = bf16(einsum("sgd,grd->sgr", og, wo_a))
+        else:   # the same grouped product as the engine runs it: per group g, kernels::linear of the
+            # group's heads [S, H·hd/G] with its wo_a rows [ol, H·hd/G] (weight_rows(wo_a, g·ol, ol))
+            u = bf16(torch.stack([linear_mm(og[:, g], wo_a[g]) for g in range(G)], 1))
         return lin(u.flatten(1), self.wo_b)
 
 
@@ -639,7 +646,7 @@ class Model:
     def logits_of(self, X, hc_p, norm):
         """M:ParallelHead: hc_head -> RMSNorm (bf16) -> fp32 head on the last position."""
         x = rms_norm(hc_head(X[-1:], *hc_p, self.cfg), norm, self.cfg.eps)   # per-position: last only
-        return mm(x, self.head.t())[0]
+        return linear_mm(x, self.head)[0]
 
     def hidden(self, ids, start_pos, state):
         """Final hc streams [S, hc, d] (bf16 values) after all main layers."""

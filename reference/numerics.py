@@ -12,6 +12,8 @@ result exactly, so that a C++ implementation can reproduce it bit for bit:
 * mean_sq (RMS statistics): squares and sum in fp64, the sum rounded once to fp32, then an fp32
   division by n.
 """
+import weakref
+
 import torch
 import torch.nn.functional as F
 
@@ -180,16 +182,23 @@ def _to_f32(s):
     return s.float().double()
 
 
-def _dp_step(c, a, b):
-    """One vdpbf16ps step on fp64 tensors holding fp32 values: fp32(c + a·b) with one rounding,
-    then the FTZ rule. a, b: bf16 operands already read (denormals zero); c: no denormal.
+def _dp_step(acc, a, b, bufs):
+    """One vdpbf16ps step, in place on acc (fp64 holding fp32 values, no denormals): acc + a·b
+    rounded once to fp32, then the FTZ rule. a, b: bf16 operands already read (denormals zero).
     a·b is exact in fp64 and the fp64 sum is no fp32 midpoint unless exact (kernels/dpbf16.h), so
     rounding it to fp32 is the one rounding. NaN (inf·0, inf - inf) stays NaN (payloads are not
-    modelled)."""
-    r = a * b + c
-    mag = r.abs()
-    flushed = torch.where(mag >= _TINY_UP, torch.sign(r) * _TINY, r * 0.0)
-    return _to_f32(torch.where(mag < _TINY, flushed, r))
+    modelled). bufs: scratch of acc's shape (fp64, fp32, 2 × bool), reused: a fresh tensor per
+    operation cost more (page faults) than the operation."""
+    mag, buf32, tiny, nz = bufs
+    acc.addcmul_(a, b)   # acc + a·b: a·b is exact, so fused or not, one fp64 rounding
+    torch.abs(acc, out=mag)
+    torch.lt(mag, _TINY, out=tiny)
+    torch.gt(mag, 0, out=nz)
+    tiny &= nz
+    if bool(tiny.any()):
+        acc.copy_(torch.where(tiny, torch.where(mag >= _TINY_UP, torch.sign(acc) * _TINY, acc * 0.0), acc))
+    buf32.copy_(acc)     # round to fp32 (nearest even; >= the overflow tie -> inf)
+    acc.copy_(buf32)
 
 
 def _fma_f32(c, a, b):
@@ -218,6 +227,32 @@ def _fold(t):
     return t[..., 0]
 
 
+_prepared = {}   # id(weight) -> (weakref, key, the weight as _fast_route reads it)
+
+
+def _weight_steps(w, bf16_route, Kp, step, L):
+    """The weight as the route reads it: fp64, zero-padded to Kp columns, bf16 operands flushed
+    (DAZ), laid out [Kp/step, (2,) out, L] (step, (pair member,) row, lane). Kept per weight tensor while it lives (the model's
+    weights are used once per token; the head's preparation cost more than its product)."""
+    key = (bf16_route, Kp, step, L)
+    hit = _prepared.get(id(w))
+    if hit is not None and hit[0]() is w and hit[1] == key:
+        return hit[2]
+    wd = torch.nn.functional.pad(w.double(), (0, Kp - w.shape[1]))
+    if bf16_route:
+        assert bool(is_bf16_value(flush_tiny(w)).all()), "a bf16/fp8/fp4 weight must hold bf16 values"
+        wd = flush_tiny(wd).view(w.shape[0], Kp // step, L, 2).permute(1, 3, 0, 2).contiguous()
+    else:
+        wd = wd.view(w.shape[0], Kp // step, L).permute(1, 0, 2).contiguous()
+    try:
+        _prepared[id(w)] = (weakref.ref(w), key, wd)
+    except TypeError:
+        pass
+    for k in [k for k, v in _prepared.items() if v[0]() is None]:
+        del _prepared[k]
+    return wd
+
+
 def _fast_route(x, w, bf16_route):
     """[R, K] x [O, K] -> [R, O] fp32 in FAST_ORDER (x, w fp32 tensors, zero-padded inside)."""
     L, B, fold_each = FAST_ORDER["lanes"], FAST_ORDER["block"], FAST_ORDER["fold_each_block"]
@@ -228,25 +263,23 @@ def _fast_route(x, w, bf16_route):
     assert B % step == 0 and L & (L - 1) == 0
     Kp = -(-K // B) * B
     xd = torch.nn.functional.pad(x.double(), (0, Kp - K))
-    wd = torch.nn.functional.pad(w.double(), (0, Kp - K))
-    if bf16_route:   # the operands as the bf16 unit reads them
-        xd, wd = flush_tiny(xd), flush_tiny(wd)
-        # [R or O, K/(2L), L, 2]: step s, lane i, pair (even, odd)
-        xs = xd.view(R, Kp // step, L, 2)
-        ws = wd.view(O, Kp // step, L, 2)
+    ws = _weight_steps(w, bf16_route, Kp, step, L)
+    if bf16_route:   # the operands as the bf16 unit reads them; [K/(2L), 2, rows, 1, L]: step, (even, odd), row, lane
+        xs = flush_tiny(xd).view(R, Kp // step, L, 2).permute(1, 3, 0, 2).unsqueeze(3).contiguous()
     else:
-        xs = xd.view(R, Kp // step, L)
-        ws = wd.view(O, Kp // step, L)
+        xs = xd.view(R, Kp // step, L).permute(1, 0, 2).unsqueeze(2).contiguous()
     total = torch.zeros(R, O, 1 if fold_each else L, dtype=torch.float32)
     per_block = B // step
+    bufs = (torch.empty(R, O, L, dtype=torch.float64), torch.empty(R, O, L, dtype=torch.float32),
+            torch.empty(R, O, L, dtype=torch.bool), torch.empty(R, O, L, dtype=torch.bool))
     for b0 in range(0, Kp // step, per_block):
-        acc = torch.zeros(R, O, L, dtype=torch.float64)
+        acc = torch.zeros(R, O, L, dtype=torch.float64) if b0 == 0 else acc.zero_()
         for s in range(b0, b0 + per_block):
             if bf16_route:
-                acc = _dp_step(acc, xs[:, None, s, :, 1], ws[None, :, s, :, 1])   # odd column first
-                acc = _dp_step(acc, xs[:, None, s, :, 0], ws[None, :, s, :, 0])
+                _dp_step(acc, xs[s, 1], ws[s, 1], bufs)   # odd column first
+                _dp_step(acc, xs[s, 0], ws[s, 0], bufs)
             else:
-                acc = _fma_f32(acc, xs[:, None, s, :], ws[None, :, s, :])
+                acc = _fma_f32(acc, xs[s], ws[s])
         blk = acc.float()
         total = total + (_fold(blk).unsqueeze(-1) if fold_each else blk)
     return total[..., 0] if fold_each else _fold(total)
@@ -258,16 +291,15 @@ def fast_linear(x, w, weight_bf16=True):
     them: magnitudes below 2^-126 -> signed zero); False: an f32 weight (f32 route for every row)."""
     shape = x.shape
     x = x.reshape(-1, shape[-1]).float()
-    w = w.float()
+    assert w.dtype == torch.float32
     R = x.shape[0]
     y = torch.empty(R, w.shape[0], dtype=torch.float32)
     if weight_bf16:
-        assert bool(is_bf16_value(flush_tiny(w)).all()), "a bf16/fp8/fp4 weight must hold bf16 values"
         bf_rows = is_bf16_value(x).all(-1)
     else:
         bf_rows = torch.zeros(R, dtype=torch.bool)
     for route, rows in ((True, bf_rows), (False, ~bf_rows)):
         idx = rows.nonzero().flatten()
         if idx.numel():
-            y[idx] = _fast_route(x[idx], flush_tiny(w) if route else w, route)
+            y[idx] = _fast_route(x[idx], w, route)
     return y.reshape(*shape[:-1], w.shape[0])

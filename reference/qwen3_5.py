@@ -9,7 +9,8 @@ point with its source; "T:" below cites transformers, "V:" vLLM.
 
 Conventions (reference/numerics.py): every tensor is torch.float32; bf16() rounds RNE; mm is an
 fp64 product rounded once to fp32; transcendental functions are fp64 rounded once; RMS sums are
-fp64 rounded once. Parameters are used as the bf16 execution holds them: bf16(stored value).
+fp64 rounded once; the weight products are numerics.linear_mm (= mm in the exact profile, the engine's
+fast order in the fast profile). Parameters are used as the bf16 execution holds them: bf16(stored value).
 
 Decisions (README §Qwen3.5):
 * Gated DeltaNet runs in the recurrent form, token by token, for prefill and decode alike, so a
@@ -31,7 +32,7 @@ import os
 import torch
 
 from .formats import bf16, bf16_from_bits
-from .numerics import einsum, exp, mean_sq, mm, rsqrt, sigmoid, silu, softmax, softplus, sum_exact, sum_sq
+from .numerics import einsum, exp, linear_mm, mean_sq, rsqrt, sigmoid, silu, softmax, softplus, sum_exact, sum_sq
 from .safetensors_io import Checkpoint
 
 WRAPPER_TYPES = ("qwen3_5", "qwen3_5_moe")
@@ -244,11 +245,11 @@ class Attention:
         c = self.cfg
         S, H, Hk, D = x.shape[0], c.n_heads, c.n_kv_heads, c.head_dim
         assert st["k"].shape[0] == pos0, "the cache must hold exactly the positions before pos0"
-        qg = bf16(mm(x, self.wq.t())).view(S, H, 2 * D)
+        qg = bf16(linear_mm(x, self.wq)).view(S, H, 2 * D)
         q, gate = qg[..., :D], qg[..., D:].reshape(S, H * D)
         q = rms_norm(q, self.q_norm, c.eps)
-        k = rms_norm(bf16(mm(x, self.wk.t())).view(S, Hk, D), self.k_norm, c.eps)
-        v = bf16(mm(x, self.wv.t())).view(S, Hk, D)
+        k = rms_norm(bf16(linear_mm(x, self.wk)).view(S, Hk, D), self.k_norm, c.eps)
+        v = bf16(linear_mm(x, self.wv)).view(S, Hk, D)
         pos = list(range(pos0, pos0 + S))
         cos, sin = rope_cos_sin(self.inv_freq, pos)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
@@ -256,7 +257,7 @@ class Attention:
         st["v"] = torch.cat([st["v"], v])
         o = attention(q, st["k"], st["v"], pos, D ** -0.5).reshape(S, H * D)
         o = bf16(o * bf16(sigmoid(gate)))
-        return bf16(mm(o, self.wo.t()))
+        return bf16(linear_mm(o, self.wo))
 
 
 # ============================================================== Gated DeltaNet
@@ -361,9 +362,9 @@ class GatedDeltaNet:
     def forward(self, x, pos0, st):
         c = self.cfg
         T, Hk, Hv, Dk, Dv = x.shape[0], c.lin_k_heads, c.lin_v_heads, c.lin_k_dim, c.lin_v_dim
-        qkv = bf16(mm(x, self.w_qkv.t()))
-        z = bf16(mm(x, self.w_z.t())).view(T, Hv, Dv)
-        b, a = bf16(mm(x, self.w_b.t())), bf16(mm(x, self.w_a.t()))
+        qkv = bf16(linear_mm(x, self.w_qkv))
+        z = bf16(linear_mm(x, self.w_z)).view(T, Hv, Dv)
+        b, a = bf16(linear_mm(x, self.w_b)), bf16(linear_mm(x, self.w_a))
         qkv, st["conv"] = causal_conv1d(qkv, st["conv"], self.conv_w)
         q = qkv[:, :Hk * Dk].view(T, Hk, Dk)
         k = qkv[:, Hk * Dk:2 * Hk * Dk].view(T, Hk, Dk)
@@ -373,14 +374,14 @@ class GatedDeltaNet:
         qn, kn = gdn_qk(q, k)
         o, st["S"] = delta_rule_recurrent(qn, kn, v, g, beta, st["S"])
         y = gated_rms_norm(bf16(o), z, self.norm_w, c.eps)       # kernel output cast to bf16 first
-        return bf16(mm(y.reshape(T, Hv * Dv), self.w_out.t()))
+        return bf16(linear_mm(y.reshape(T, Hv * Dv), self.w_out))
 
 
 # ============================================================== MLP / MoE
 def swiglu(x, wg, wu, wd):
     """T:Qwen3_5MLP: down(act(gate(x)) * up(x)), every step a bf16 tensor."""
-    g, u = bf16(mm(x, wg.t())), bf16(mm(x, wu.t()))
-    return bf16(mm(bf16(bf16(silu(g)) * u), wd.t()))
+    g, u = bf16(linear_mm(x, wg)), bf16(linear_mm(x, wu))
+    return bf16(linear_mm(bf16(bf16(silu(g)) * u), wd))
 
 
 def topk_desc(scores, k):
@@ -393,7 +394,7 @@ def moe_route(x, gate_w, k):
     """T:Qwen3_5MoeTopKRouter: logits = bf16(x @ W^T); probs = softmax in fp32 over all experts;
     top-k of probs; weights = top / sum(top) in fp32 (always renormalised; the sum an fp64 sum rounded
     once), then cast to the logits dtype bf16. Returns (probs, indices [S,k], weights [S,k])."""
-    probs = softmax(bf16(mm(x, gate_w.t())), -1)
+    probs = softmax(bf16(linear_mm(x, gate_w)), -1)
     idx = topk_desc(probs, k)
     top = probs.gather(-1, idx)
     return probs, idx, bf16(top / sum_exact(top))
@@ -436,7 +437,7 @@ class MoE:
             rows, slot = torch.where(idx == e)
             h = swiglu(x[rows], *self.expert(e))
             y[rows] = bf16(y[rows] + bf16(h * wts[rows, slot].unsqueeze(-1)))
-        sg = bf16(sigmoid(bf16(mm(x, self.shared_gate.t()))))
+        sg = bf16(sigmoid(bf16(linear_mm(x, self.shared_gate))))
         return bf16(y + bf16(sg * shared))
 
 
@@ -485,7 +486,7 @@ class Model:
 
     def logits(self, h):
         """T:Qwen3_5ForConditionalGeneration.forward: lm_head in bf16, logits not upcast -> bf16 values."""
-        return bf16(mm(h, self.head.t()))
+        return bf16(linear_mm(h, self.head))
 
     def hidden(self, ids, state):
         """Final-norm hidden states [S, hidden] (bf16 values) of ids at positions state['pos'].. ;
@@ -526,7 +527,7 @@ class Model:
         next_ids = torch.as_tensor(next_ids, dtype=torch.int64).reshape(-1)
         e = rms_norm(self.mtp_embed[next_ids], self.mtp_norm_e, cfg.eps)
         hn = rms_norm(h, self.mtp_norm_h, cfg.eps)
-        x = bf16(mm(torch.cat([e, hn], -1), self.mtp_fc.t()))
+        x = bf16(linear_mm(torch.cat([e, hn], -1), self.mtp_fc))
         pos0 = state["mtp_pos"]
         x = self.mtp[j].forward(x, pos0, state["mtp"][j])
         state["mtp_pos"] = pos0 + next_ids.numel()
