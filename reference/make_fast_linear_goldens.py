@@ -172,8 +172,8 @@ def make_all(root):
     c.run(w, x, False)
 
     c = Case(root, "fp4_in224_noquant", "FP4 weight, activation as given (bf16), in = 224 (7 scale groups of 32)")
-    w = c.weight("fp4", torch.randn(48, 224, generator=rng(19)) * 224 ** -0.5)
-    c.run(w, Fm.bf16(scaled_rows(2, 224, 20)), False)
+    w = c.weight("fp4", torch.randn(48, 224, generator=rng(19)) * 224 ** -0.5 * col_scales(224, 32, 19))
+    c.run(w, Fm.bf16(scaled_rows(2, 224, 20) * col_scales(224, 32, 20)), False)
 
     x, w = special_case(256)
     x = torch.cat([x, Fm.bf16(torch.randn(2, 256, generator=rng(21)) * 2.0 ** -64)])
