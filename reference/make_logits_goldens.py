@@ -1,6 +1,8 @@
-"""End-to-end logits goldens: tests/goldens/deepseek_v4/logits/<case>/.
+"""End-to-end logits goldens: tests/goldens/deepseek_v4/logits/<case>/ (exact profile) and
+tests/goldens/deepseek_v4/logits/fast/<case>/ (fast profile, --numerics fast).
 
     /usr/bin/python3 -m reference.make_logits_goldens --strata build/release/strata [--case NAME ...]
+    /usr/bin/python3 -m reference.make_logits_goldens --strata build/release/strata --numerics fast
 
 For each case: `strata make-model --preset P --seed S` into a temp dir (deterministic), the
 reference logits for fixed ids with prefill K then teacher-forced decode (reference.logits'
@@ -11,6 +13,10 @@ contract), and a compact record instead of the [1 + n - K, 129280] rows:
   the same), the fixed vocabulary indices of the subset;
 * subset.npy  f4 [rows, 512]: logits at vocab indices i * (vocab // 512), i < 512 (diagnostics);
 * top_ids.npy i8 [rows, 10], top_vals.npy f4 [rows, 10]: top-10 (descending, ties -> lower id).
+
+The fast profile's goldens (reference/numerics.py `profile("fast")`: the weight products in the
+order of src/kernels/fast_linear.h) use the same cases and record; meta.json adds `numerics`.
+Their tolerance comes from reference/fast_spread.py (reference/README.md §Fast profile).
 
 row_hash(row): the row's float32 bit patterns as uint32 words w_0..w_{n-1};
   h = sum_i w_i * P^(i+1) mod 2^64, P = 0x100000001b3 (odd, so every single-word change changes h);
@@ -27,6 +33,7 @@ import numpy as np
 import torch
 
 from . import deepseek_v4 as D
+from . import numerics as N
 
 ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                     "tests", "goldens", "deepseek_v4", "logits")
@@ -76,22 +83,37 @@ def row_hash(row):
     return splitmix64(h ^ n)
 
 
-def make_case(name, strata, tmp):
-    preset, seed, ids_seed, n, k = CASES[name]
+def case_model(name, strata, tmp):
+    """The case's checkpoint (strata make-model, deterministic) loaded in the reference."""
+    preset, seed = CASES[name][:2]
     mdir = os.path.join(tmp, name)
     subprocess.run([strata, "make-model", "--preset", preset, "--seed", str(seed), "--out", mdir],
                    check=True, stdout=subprocess.DEVNULL)
     torch.set_grad_enabled(False)
-    model = D.Model(mdir, load_mtp=False)
+    return D.Model(mdir, load_mtp=False)
+
+
+def case_logits(name, model, rows=None):
+    """(ids, logits [rows, vocab]) of the case in the current numerics profile; rows: only the first
+    rows (row r depends on ids[0..K+r) alone)."""
+    preset, seed, ids_seed, n, k = CASES[name]
+    ids = _ids(ids_seed, n, model.cfg.vocab_size)
+    m = n if rows is None else min(n, k - 1 + rows)
+    return ids, D.run_teacher_forcing(model, ids[:m], k).numpy().astype(np.float32)
+
+
+def make_case(name, strata, tmp, numerics="exact"):
+    preset, seed, ids_seed, n, k = CASES[name]
+    model = case_model(name, strata, tmp)
     vocab = model.cfg.vocab_size
-    ids = _ids(ids_seed, n, vocab)
-    logits = D.run_teacher_forcing(model, ids, k).numpy().astype(np.float32)
+    with N.profile(numerics):
+        ids, logits = case_logits(name, model)
     rows = logits.shape[0]
     assert rows == 1 + n - k
     stride = vocab // SUBSET
     sub_idx = np.arange(SUBSET, dtype=np.int64) * stride
     order = np.argsort(-logits, axis=1, kind="stable")[:, :TOPK]
-    out = os.path.join(ROOT, name)
+    out = os.path.join(ROOT, name) if numerics == "exact" else os.path.join(ROOT, numerics, name)
     os.makedirs(out, exist_ok=True)
     np.save(os.path.join(out, "subset.npy"), np.ascontiguousarray(logits[:, sub_idx]))
     np.save(os.path.join(out, "top_ids.npy"), order.astype(np.int64))
@@ -105,10 +127,14 @@ def make_case(name, strata, tmp):
         "row_hashes": [f"{row_hash(logits[r]):016x}" for r in range(rows)],
         "max_abs_logit": float(np.abs(logits).max()),
     }
+    if numerics != "exact":
+        meta["numerics"] = numerics
+        meta["what"] += ("; numerics profile '%s': the weight products accumulate as src/kernels/fast_linear.h "
+                         "defines (reference/numerics.py linear_mm)" % numerics)
     with open(os.path.join(out, "meta.json"), "w") as f:
         json.dump(meta, f, indent=1)
         f.write("\n")
-    print(f"{name}: {rows} rows, max|logit| {meta['max_abs_logit']:.3f}", flush=True)
+    print(f"{name} ({numerics}): {rows} rows, max|logit| {meta['max_abs_logit']:.3f}", flush=True)
     return logits
 
 
@@ -117,10 +143,12 @@ def main(argv=None):
     ap.add_argument("--strata", required=True, help="path of the strata binary (for make-model)")
     ap.add_argument("--case", action="append", choices=sorted(CASES), help="default: all")
     ap.add_argument("--keep", help="also save the full logits as <keep>/<case>.npy")
+    ap.add_argument("--numerics", choices=N.PROFILES, default="exact",
+                    help="exact: <case>/ (default); fast: fast/<case>/")
     a = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         for name in a.case or list(CASES):
-            logits = make_case(name, os.path.abspath(a.strata), tmp)
+            logits = make_case(name, os.path.abspath(a.strata), tmp, a.numerics)
             if a.keep:
                 os.makedirs(a.keep, exist_ok=True)
                 np.save(os.path.join(a.keep, name + ".npy"), logits)

@@ -1,6 +1,8 @@
-"""End-to-end Qwen3.5 logits goldens: tests/goldens/qwen3_5/logits/<case>/.
+"""End-to-end Qwen3.5 logits goldens: tests/goldens/qwen3_5/logits/<case>/ (exact profile) and
+tests/goldens/qwen3_5/logits/fast/<case>/ (fast profile, --numerics fast).
 
     /usr/bin/python3 -m reference.make_qwen3_5_logits_goldens --strata build/release/strata [--case NAME ...]
+    /usr/bin/python3 -m reference.make_qwen3_5_logits_goldens --strata build/release/strata --numerics fast
     /usr/bin/python3 -m reference.make_qwen3_5_logits_goldens --model DIR --case NAME [...]
     /usr/bin/python3 -m reference.make_qwen3_5_logits_goldens --tiny [--case NAME ...]
 
@@ -12,6 +14,9 @@ decode step per remaining id) and the same compact record as the DeepSeek-V4 gol
 logits bytes (`row_hash`), subset.npy (logits at vocab indices i * (vocab // 128), i < 128),
 top_ids.npy / top_vals.npy (top-10, ties -> lower id). meta.json's `source` says which checkpoint
 made the case; rerun with --strata once the presets exist.
+
+The fast profile's goldens (the weight products in the order of src/kernels/fast_linear.h) use
+the same cases and record, meta.json with `numerics`; their tolerance: reference/fast_spread.py.
 
 Every case is 150 tokens: it crosses the 64-token chunk and a 128-token block boundary, with the
 prefill K = 1 (every token decoded), K in the middle, and K = n (one row: the prefill path alone).
@@ -26,6 +31,7 @@ import tempfile
 import numpy as np
 import torch
 
+from . import numerics as N
 from . import qwen3_5 as Q
 from .make_logits_goldens import TOPK, _ids, row_hash
 from .qwen3_5_tiny_checkpoint import make_tiny
@@ -59,20 +65,34 @@ def checkpoint(name, a, tmp):
     return mdir, f"reference.qwen3_5_tiny_checkpoint seed {seed}{' --moe' if preset in MOE_PRESETS else ''}"
 
 
-def make_case(name, a, tmp):
-    preset, seed, ids_seed, n, k = CASES[name]
+def case_model(name, a, tmp):
+    """(the case's checkpoint loaded in the reference, source description)."""
     mdir, source = checkpoint(name, a, tmp)
     torch.set_grad_enabled(False)
-    model = Q.Model(mdir, load_mtp=False)
+    return Q.Model(mdir, load_mtp=False), source
+
+
+def case_logits(name, model, rows=None):
+    """(ids, logits [rows, vocab]) of the case in the current numerics profile; rows: only the first
+    rows (row r depends on ids[0..K+r) alone)."""
+    preset, seed, ids_seed, n, k = CASES[name]
+    ids = _ids(ids_seed, n, model.cfg.vocab_size)
+    m = n if rows is None else min(n, k - 1 + rows)
+    return ids, Q.run_teacher_forcing(model, ids[:m], k).numpy().astype(np.float32)
+
+
+def make_case(name, a, tmp, numerics="exact"):
+    preset, seed, ids_seed, n, k = CASES[name]
+    model, source = case_model(name, a, tmp)
     vocab = model.cfg.vocab_size
-    ids = _ids(ids_seed, n, vocab)
-    logits = Q.run_teacher_forcing(model, ids, k).numpy().astype(np.float32)
+    with N.profile(numerics):
+        ids, logits = case_logits(name, model)
     rows = logits.shape[0]
     assert rows == 1 + n - k
     stride = max(vocab // SUBSET, 1)
     sub_idx = np.arange(min(SUBSET, vocab), dtype=np.int64) * stride
     order = np.argsort(-logits, axis=1, kind="stable")[:, :TOPK]
-    out = os.path.join(ROOT, name)
+    out = os.path.join(ROOT, name) if numerics == "exact" else os.path.join(ROOT, numerics, name)
     os.makedirs(out, exist_ok=True)
     np.save(os.path.join(out, "subset.npy"), np.ascontiguousarray(logits[:, sub_idx]))
     np.save(os.path.join(out, "top_ids.npy"), order.astype(np.int64))
@@ -87,10 +107,14 @@ def make_case(name, a, tmp):
         "row_hashes": [f"{row_hash(logits[r]):016x}" for r in range(rows)],
         "max_abs_logit": float(np.abs(logits).max()),
     }
+    if numerics != "exact":
+        meta["numerics"] = numerics
+        meta["what"] += ("; numerics profile '%s': the weight products accumulate as src/kernels/fast_linear.h "
+                         "defines (reference/numerics.py linear_mm)" % numerics)
     with open(os.path.join(out, "meta.json"), "w") as f:
         json.dump(meta, f, indent=1)
         f.write("\n")
-    print(f"{name}: {rows} rows, max|logit| {meta['max_abs_logit']:.3f} ({source})", flush=True)
+    print(f"{name} ({numerics}): {rows} rows, max|logit| {meta['max_abs_logit']:.3f} ({source})", flush=True)
     return logits
 
 
@@ -102,12 +126,14 @@ def main(argv=None):
     src.add_argument("--tiny", action="store_true", help="reference.qwen3_5_tiny_checkpoint with the case's seed")
     ap.add_argument("--case", action="append", choices=sorted(CASES), help="default: all")
     ap.add_argument("--keep", help="also save the full logits as <keep>/<case>.npy")
+    ap.add_argument("--numerics", choices=N.PROFILES, default="exact",
+                    help="exact: <case>/ (default); fast: fast/<case>/")
     a = ap.parse_args(argv)
     if a.strata:
         a.strata = os.path.abspath(a.strata)
     with tempfile.TemporaryDirectory() as tmp:
         for name in a.case or list(CASES):
-            logits = make_case(name, a, tmp)
+            logits = make_case(name, a, tmp, a.numerics)
             if a.keep:
                 os.makedirs(a.keep, exist_ok=True)
                 np.save(os.path.join(a.keep, name + ".npy"), logits)
