@@ -1,12 +1,13 @@
 """strata's numerical contract for logits (DeepSeek-V4, Qwen3.5; chosen by config.json's model_type).
 
-    python3 -m reference.logits --model DIR --ids 1,2,3,... --prefill K --out FILE.npy
+    python3 -m reference.logits --model DIR --ids 1,2,3,... --prefill K --out FILE.npy [--numerics exact|fast]
 
 Prefills ids[0..K) from position 0, then runs one decode step per remaining id (teacher forcing),
 using the carried state (DeepSeek-V4: 128-slot window ring, compressor / indexer partial states,
 compressed entries; Qwen3.5: conv tails, delta-rule states, K/V caches). Writes float32 logits
 [1 + n - K, vocab]: the last-position logits after the prefill, then the logits after each decode
-step (Qwen3.5's are bf16 values, as its official lm_head returns them).
+step (Qwen3.5's are bf16 values, as its official lm_head returns them). --numerics fast: the weight
+products in the fast profile's order (src/kernels/fast_linear.h; README §Fast profile).
 """
 import argparse
 import json
@@ -17,6 +18,7 @@ import numpy as np
 import torch
 
 from . import deepseek_v4 as D
+from . import numerics as N
 from . import qwen3_5 as Q
 
 
@@ -35,6 +37,8 @@ def main(argv=None):
     ap.add_argument("--out", required=True, help="output .npy (float32 [1 + n - K, vocab])")
     ap.add_argument("--attn-chunk", type=int, default=0,
                     help="DeepSeek-V4 only. 0 (default): one-pass softmax; 64: emulate the official kernel's online-softmax blocks")
+    ap.add_argument("--numerics", choices=N.PROFILES, default="exact",
+                    help="exact (default): products rounded once; fast: the engine's fast profile")
     a = ap.parse_args(argv)
     ids = [int(t) for t in a.ids.split(",") if t.strip()]
     if not 1 <= a.prefill <= len(ids):
@@ -48,7 +52,8 @@ def main(argv=None):
     model = M.Model(a.model, load_mtp=False)
     if any(not 0 <= t < model.cfg.vocab_size for t in ids):
         sys.exit("token id out of range")
-    logits = M.run_teacher_forcing(model, ids, a.prefill)
+    with N.profile(a.numerics):
+        logits = M.run_teacher_forcing(model, ids, a.prefill)
     np.save(a.out, logits.numpy().astype(np.float32))
     print(f"wrote {a.out} {tuple(logits.shape)}")
 

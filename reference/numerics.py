@@ -273,7 +273,7 @@ def _fast_route(x, w, bf16_route):
     bufs = (torch.empty(R, O, L, dtype=torch.float64), torch.empty(R, O, L, dtype=torch.float32),
             torch.empty(R, O, L, dtype=torch.bool), torch.empty(R, O, L, dtype=torch.bool))
     for b0 in range(0, Kp // step, per_block):
-        acc = torch.zeros(R, O, L, dtype=torch.float64) if b0 == 0 else acc.zero_()
+        acc = torch.zeros(R, O, L, dtype=torch.float64)   # each lane's block sum starts at +0
         for s in range(b0, b0 + per_block):
             if bf16_route:
                 _dp_step(acc, xs[s, 1], ws[s, 1], bufs)   # odd column first
