@@ -25,5 +25,19 @@ TEST(Dsv4LogitsGolden, FlashTinyDecodeFromPosition1) { check_case("flash_tiny_s3
 TEST(Dsv4LogitsGolden, FlashTiny300TokensPrefill131) { check_case("flash_tiny_s4_n300_k131"); }
 TEST(Dsv4LogitsGolden, ProTiny300TokensDecodeFromPosition1) { check_case("pro_tiny_s5_n300_k1"); }
 
+// The fast profile (tests/goldens/deepseek_v4/logits/fast/): the same cases within a tolerance
+// derived from the spread between equally valid fp32 accumulation orders of the same rounding
+// points (reference/fast_spread.py; reference/README.md §Fast profile has the measurements): over
+// the five cases and three other orders, max |Δlogit| 8.59 and a mean of the rows' max |Δ| of at
+// most 2.60 (logits up to 16.6: the FP8 activation roundings amplify any change), both × 1.5.
+constexpr testing::FastTolerance kFastTolerance{13.0, 3.9};
+void check_fast(const std::string& name) { testing::check_fast_logits_case("deepseek_v4", name, kFastTolerance); }
+
+TEST(Dsv4LogitsGoldenFast, FlashTinyPrefill131ThenDecode) { check_fast("flash_tiny_s1_n164_k131"); }
+TEST(Dsv4LogitsGoldenFast, ProTinyPrefill120ThenDecodeAcross128) { check_fast("pro_tiny_s2_n150_k120"); }
+TEST(Dsv4LogitsGoldenFast, FlashTinyDecodeFromPosition1) { check_fast("flash_tiny_s3_n40_k1"); }
+TEST(Dsv4LogitsGoldenFast, FlashTiny300TokensPrefill131) { check_fast("flash_tiny_s4_n300_k131"); }
+TEST(Dsv4LogitsGoldenFast, ProTiny300TokensDecodeFromPosition1) { check_fast("pro_tiny_s5_n300_k1"); }
+
 }  // namespace
 }  // namespace strata::dsv4
