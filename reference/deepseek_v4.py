@@ -302,11 +302,14 @@ def hc_split_sinkhorn(mixes, scale, base, hc, iters, eps):
     return pre, post, comb
 
 
-def hc_mixes(X, fn, eps):
+def hc_mixes(X, fn, eps, weight_product=True):
     """M:Block.hc_pre first half: flatten the hc streams (fp32), mixes = (x @ fn^T) * rsqrt(mean(x^2)+eps).
-    fn is an F32 tensor: in the fast profile the f32 route (fp32 FMAs)."""
+    weight_product: the engine computes it as a weight product (kernels::linear: hc_pre; fn is an
+    F32 tensor, so in the fast profile the f32 route, fp32 FMAs); False: as plain dots, exact in
+    every profile (the engine's hc_head, kernels::dot)."""
     xf = X.flatten(-2)
-    return linear_mm(xf, fn, weight_bf16=False) * rsqrt(mean_sq(xf) + eps)
+    mixes = linear_mm(xf, fn, weight_bf16=False) if weight_product else mm(xf, fn.t())
+    return mixes * rsqrt(mean_sq(xf) + eps)
 
 
 def hc_pre(X, fn, scale, base, cfg):
@@ -323,8 +326,9 @@ def hc_post(y, X, post, comb):
 
 
 def hc_head(X, fn, scale, base, cfg):
-    """M:ParallelHead.hc_head: pre = sigmoid(mixes*scale + base) + eps (no Sinkhorn); bf16(sum pre_j X_j)."""
-    mixes = hc_mixes(X, fn, cfg.eps)
+    """M:ParallelHead.hc_head: pre = sigmoid(mixes*scale + base) + eps (no Sinkhorn); bf16(sum pre_j X_j).
+    Its 4 mixes are exact dots in both profiles, as the engine's hc_head computes them."""
+    mixes = hc_mixes(X, fn, cfg.eps, weight_product=False)
     pre = sigmoid(mixes * scale + base) + cfg.hc_eps
     return bf16((pre.unsqueeze(-1) * X).sum(-2))
 
