@@ -40,9 +40,12 @@ namespace strata::kernels {
 inline constexpr int64_t kFastLanes = 16;
 inline constexpr int64_t kFastBlock = 128;
 
-// Weight row r as bf16 bits ŵ[0..in): the format's value times its scale, rounded to nearest-even
-// (exact for e4m3·2^k, e2m1·2^k and bf16 within fp32's range); a magnitude below 2^-126 becomes a
-// zero of its sign, as the bf16 unit reads it; e4m3 NaN codes give a quiet NaN. Not for f32.
+// Weight row r as bf16 bits ŵ[0..in), then zeros up to in rounded up to 32 (dst must hold that
+// many): the format's value times its scale, rounded to nearest-even (exact for e4m3·2^k,
+// e2m1·2^k and bf16 within fp32's range); for FP8/FP4 a magnitude below 2^-126 becomes a zero of
+// its sign, and a bf16 weight's own bits are kept (the unit reads a denormal as that same zero);
+// e4m3 NaN codes give a quiet NaN. Not for f32. (The f32 route takes the exact fp32 values,
+// dequant_row's, with no flush: FMAs keep denormals.)
 void decode_weight_bf16(const LinearWeight& w, int64_t r, uint16_t* dst);
 // Whether the fast profile reads this activation row on the bf16 route (weight not f32, every
 // x[k] a bf16 value).
