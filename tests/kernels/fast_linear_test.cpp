@@ -177,8 +177,10 @@ TEST(FastLinear, ScalesAtTheRangeLimitsAndSpecialCodes) {
     std::vector<float> eye(256 * 256, 0.0f);
     for (int k = 0; k < 256; ++k) eye[size_t(k * 256 + k)] = 1.0f;
     expect_definition(w, eye, 256, false);
+    for (int k = 0; k < 256; ++k)  // and through the one-row kernels
+      expect_definition(w, std::vector<float>(eye.begin() + k * 256, eye.begin() + (k + 1) * 256), 1, false);
   }
-  for (int lo : {0, 1, 2, 3, 126, 200, 252, 253}) {
+  for (int lo : {0, 1, 2, 3, 126, 200, 252, 253, 254, 255}) {
     Weight w = make_weight(WeightFormat::fp4, 8, 128, uint32_t(lo), lo);
     for (size_t i = 0; i < 64; ++i) w.bytes[i] = uint8_t(i * 17 + 3);  // row 0: every nibble, both places
     for (auto& s : w.scale) s = uint8_t(lo);
@@ -187,6 +189,8 @@ TEST(FastLinear, ScalesAtTheRangeLimitsAndSpecialCodes) {
     std::vector<float> eye(128 * 128, 0.0f);
     for (int k = 0; k < 128; ++k) eye[size_t(k * 128 + k)] = 1.0f;
     expect_definition(w, eye, 128, false);
+    for (int k = 0; k < 128; ++k)
+      expect_definition(w, std::vector<float>(eye.begin() + k * 128, eye.begin() + (k + 1) * 128), 1, false);
   }
 }
 

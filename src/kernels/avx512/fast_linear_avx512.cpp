@@ -295,8 +295,9 @@ void decode_chunk_f32(const LinearWeight& w, int64_t r, int64_t c0, int64_t c1, 
 }
 
 // One activation row against FP8 weight rows [o0, o0 + n) of one scale band, decoded in registers
-// straight into the products (decode steps: no scratch round trip). Needs in % 128 == 0 and every
-// block scale in the table's range; false (nothing written) otherwise.
+// straight into the products (decode steps: no scratch round trip), each block prefetching its
+// lines of the next group's rows (contiguous). Needs in % 128 == 0 and every block scale in the
+// table's range; false (nothing written) otherwise.
 template <int R>
 void fp8_row_group(const uint8_t* const* p, const uint16_t* tabs, const uint16_t* xb, int64_t in, float* out) {
   __m512 tot[R];
@@ -306,7 +307,11 @@ void fp8_row_group(const uint8_t* const* p, const uint16_t* tabs, const uint16_t
     const __m512i t[4] = {_mm512_load_si512(tb), _mm512_load_si512(tb + 32), _mm512_load_si512(tb + 64),
                           _mm512_load_si512(tb + 96)};
     __m512 acc[R];
-    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+    for (int r = 0; r < R; ++r) {
+      acc[r] = _mm512_setzero_ps();
+      _mm_prefetch(reinterpret_cast<const char*>(p[r] + c) + R * in, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(p[r] + c) + R * in + 64, _MM_HINT_T0);
+    }
 #pragma GCC unroll 4
     for (int64_t k = c; k < c + kFastBlock; k += 32) {
       const __m512bh x = (__m512bh)_mm512_loadu_si512(xb + k);
@@ -373,27 +378,59 @@ bool fp8_one_row(const LinearWeight& w, const uint16_t* xb, int64_t o0, int64_t 
   return fp8_rows_from_tables(w, tabs.data(), xb, o0, n, out);
 }
 
-// FP4 rows against one activation row: 16 bytes (32 columns, one scale) a step, decoded in
-// registers as decode_fp4_tile's table path does. Every scale in [2, 252]; in % 128 == 0.
+// Every e8m0 scale byte's 16 e2m1 values as decode_weight_bf16 writes them (the definition's
+// weight), repeated so a 5-bit index ignores its top bit: one 64-byte vpermw table per byte, the
+// scale folded in (no exponent arithmetic, no range limit on the scale).
+struct Fp4ScaledTables {
+  alignas(64) uint16_t t[256][32];
+  Fp4ScaledTables() {
+    uint8_t codes[16];
+    for (int b = 0; b < 16; ++b) codes[b] = uint8_t(((2 * b) & 15) | (((2 * b + 1) & 15) << 4));
+    for (int e = 0; e < 256; ++e) {
+      const uint8_t scale = uint8_t(e);
+      LinearWeight w;
+      w.format = WeightFormat::fp4;
+      w.data = codes;
+      w.scale = &scale;
+      w.out = 1;
+      w.in = 32;
+      decode_weight_bf16(w, 0, t[e]);
+    }
+  }
+};
+const Fp4ScaledTables& fp4_scaled_tables() {
+  static const Fp4ScaledTables t;
+  return t;
+}
+
+// FP4 rows against one activation row, 16 bytes (32 columns, one scale) a step: the bytes in
+// every 128-bit lane, word m takes byte m/2 (vpshufb) shifted so its nibble m is in the low bits
+// (vpsrlvw), the row's scaled table maps it to the bf16 weight, one vdpbf16ps. in % 128 == 0.
 template <int R>
-void fp4_row_group(const uint8_t* const* p, const uint32_t* const* sc, const uint16_t* xb, int64_t in, float* out) {
-  const __m512i table = _mm512_load_si512(fp4_tables().bf16);
+void fp4_row_group(const uint8_t* const* p, const uint8_t* const* sc, const uint16_t* xb, int64_t in, float* out) {
+  const auto& tables = fp4_scaled_tables().t;
+  // lane L holds words 8L..8L+7: bytes 4L..4L+3, each twice (the high byte of each word zeroed)
+  const __m512i spread = _mm512_set_epi8(
+      -1, 15, -1, 15, -1, 14, -1, 14, -1, 13, -1, 13, -1, 12, -1, 12, -1, 11, -1, 11, -1, 10, -1, 10, -1, 9, -1, 9,
+      -1, 8, -1, 8, -1, 7, -1, 7, -1, 6, -1, 6, -1, 5, -1, 5, -1, 4, -1, 4, -1, 3, -1, 3, -1, 2, -1, 2, -1, 1, -1, 1,
+      -1, 0, -1, 0);
+  const __m512i odd_shift = _mm512_set1_epi32(4 << 16);  // odd words: the high nibble
   __m512 tot[R];
   for (int r = 0; r < R; ++r) tot[r] = _mm512_setzero_ps();
   for (int64_t c = 0; c < in; c += kFastBlock) {
     __m512 acc[R];
-    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+    for (int r = 0; r < R; ++r) {
+      acc[r] = _mm512_setzero_ps();
+      _mm_prefetch(reinterpret_cast<const char*>(p[r] + c / 2) + R * in / 2, _MM_HINT_T0);
+    }
 #pragma GCC unroll 4
     for (int64_t k = c; k < c + kFastBlock; k += 32) {
       const __m512bh x = (__m512bh)_mm512_loadu_si512(xb + k);
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) {
-        const __m512i d = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p[r] + k / 2)));
-        const __m512i i = _mm512_or_si512(d, _mm512_slli_epi32(d, 12));
-        const __m512i v = _mm512_permutexvar_epi16(i, table);
-        const __mmask32 nz = _mm512_test_epi16_mask(i, _mm512_set1_epi16(7));
-        // the exponent shift as a dword of two words: a broadcast load, no move from a GPR
-        const __m512i wv = _mm512_mask_add_epi16(v, nz, v, _mm512_set1_epi32(int(sc[r][k / 32])));
+        const __m512i b = _mm512_maskz_broadcast_i32x4(0xFFFF, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p[r] + k / 2)));
+        const __m512i i = _mm512_srlv_epi16(_mm512_shuffle_epi8(b, spread), odd_shift);
+        const __m512i wv = _mm512_permutexvar_epi16(i, _mm512_load_si512(tables[sc[r][k / 32]]));
         acc[r] = _mm512_dpbf16_ps(acc[r], x, (__m512bh)wv);
       }
     }
@@ -405,32 +442,19 @@ void fp4_row_group(const uint8_t* const* p, const uint32_t* const* sc, const uin
 bool fp4_one_row(const LinearWeight& w, const uint16_t* xb, int64_t o0, int64_t n, float* out) {
   const int64_t in = w.in;
   if (in % 128 != 0) return false;
-  for (int64_t i = o0 * (in / 32); i < (o0 + n) * (in / 32); ++i)
-    if (w.scale[i] < 2 || w.scale[i] > 252) return false;
-  // each scale's exponent shift (e - 127)·128 in both words of a dword
-  const int64_t per_row = in / 32, count = n * per_row;
-  thread_local AlignedBuffer<uint32_t> shifts;
-  shifts.reserve(size_t(count + 16));
-  const uint8_t* s0 = w.scale + o0 * per_row;
-  for (int64_t i = 0; i < count; i += 16) {
-    const __mmask16 m = count - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (count - i)) - 1u);
-    const __m512i e = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, s0 + i));
-    const __m512i k = _mm512_and_si512(_mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(127)), 7),
-                                       _mm512_set1_epi32(0xFFFF));
-    _mm512_mask_storeu_epi32(shifts.data() + i, m, _mm512_or_si512(k, _mm512_slli_epi32(k, 16)));
-  }
   const uint8_t* base = static_cast<const uint8_t*>(w.data);
   row_groups(n, [&]<int R>(int64_t j) {
     const uint8_t* p[R];
-    const uint32_t* sc[R];
-    for (int r = 0; r < R; ++r) p[r] = base + (o0 + j + r) * (in / 2), sc[r] = shifts.data() + (j + r) * per_row;
+    const uint8_t* sc[R];
+    for (int r = 0; r < R; ++r) p[r] = base + (o0 + j + r) * (in / 2), sc[r] = w.scale + (o0 + j + r) * (in / 32);
     fp4_row_group<R>(p, sc, xb, in, out + j);
   });
   return true;
 }
 
 // bf16 rows read in place against one activation row: bf16 pairs on the bf16 route (kF32 false),
-// or widened to fp32 against an fp32 row on the f32 route.
+// or widened to fp32 against an fp32 row on the f32 route. Each block prefetches its lines of the
+// next group's rows.
 template <int R, bool kF32>
 void bf16_row_group(const uint16_t* const* p, const void* xv, int64_t in, float* out) {
   constexpr int64_t per_vec = kF32 ? 16 : 32;
@@ -439,7 +463,11 @@ void bf16_row_group(const uint16_t* const* p, const void* xv, int64_t in, float*
   for (int64_t c = 0; c < in; c += kFastBlock) {
     const int64_t end = std::min(c + kFastBlock, in);
     __m512 acc[R];
-    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+    for (int r = 0; r < R; ++r) {
+      acc[r] = _mm512_setzero_ps();
+      const char* ahead = reinterpret_cast<const char*>(p[r] + R * in + c);  // the next group's row r
+      for (int64_t off = 0; off < (end - c) * 2; off += 64) _mm_prefetch(ahead + off, _MM_HINT_T0);
+    }
     for (int64_t k = c; k < end; k += per_vec) {
       if constexpr (kF32) {
         const __m512 x = _mm512_loadu_ps(static_cast<const float*>(xv) + k);
