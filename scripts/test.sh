@@ -10,10 +10,11 @@ for f in scripts/setup.d/*.sh; do
 done
 jobs=$(nproc)
 
-run_suite() {  # label, build dir, ctest label regex ('' = all), extra env...
-  local label="$1" dir="$2" layers="$3"; shift 3
+run_suite() {  # label, build dir, ctest label regex ('' = all), test name regex to leave out ('' = none), extra env...
+  local label="$1" dir="$2" layers="$3" skip="$4"; shift 4
   local select=()
   [ -n "$layers" ] && select=(-L "$layers")
+  [ -n "$skip" ] && select+=(-E "$skip")
   echo "== $label${layers:+ ($layers)}"
   if ! (cd "$dir" && env "$@" ctest --output-on-failure -j "$jobs" --timeout 900 "${select[@]}" > "ctest-$label.log" 2>&1); then
     cat "$dir/ctest-$label.log"
@@ -24,11 +25,17 @@ run_suite() {  # label, build dir, ctest label regex ('' = all), extra env...
 }
 
 scripts/build.sh release
-run_suite release build/release ''
+run_suite release build/release '' ''
 isa_layers='^(kernels|models)$'
-run_suite scalar build/release "$isa_layers" STRATA_ISA=scalar
+# Under the scalar and AVX2 kernels the fast profile's bf16 unit is emulated lane by lane (4-5x
+# slower than the instruction). Every kernel is still checked against the definition on every
+# ISA (FastLinear*), and the shorter whole-model fast goldens still run on each; the long
+# whole-model fast cases (300-token decodes, the profile-parameterised forward and batch tests)
+# run at the best ISA only.
+emulated_skip='GoldenFast\.(ProTiny300|FlashTiny300|ProTinyPrefill120|TinyDecodeFromPosition1|MoeTinyDecodeFromPosition1)|^Profiles/Dsv4(Forward|Batch)EveryProfile\..*/fast'
+run_suite scalar build/release "$isa_layers" "$emulated_skip" STRATA_ISA=scalar
 if build/release/strata --isa avx512 version >/dev/null 2>&1; then
-  run_suite avx2 build/release "$isa_layers" STRATA_ISA=avx2
+  run_suite avx2 build/release "$isa_layers" "$emulated_skip" STRATA_ISA=avx2
 fi
 scripts/build.sh sanitize
-run_suite sanitize build/sanitize '' ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+run_suite sanitize build/sanitize '' '' ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
