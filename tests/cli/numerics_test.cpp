@@ -1,8 +1,8 @@
 // `--numerics exact|fast` and STRATA_NUMERICS through the binary, on every command that runs a
 // model: the flag, else the variable, else the command's default; a bad value is a usage error
 // naming the choices. Each command reports the profile it ran with (read back from the process
-// setting, not from its options), which is what these tests look at. Until the fast kernels
-// read the setting both profiles compute the same, so no numbers are compared here.
+// setting, not from its options), which is what these tests look at; what each profile computes
+// is tested in tests/kernels and tests/models.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -88,13 +88,6 @@ class NumericsCli : public ::testing::Test {
   static std::unique_ptr<test::TinyCheckpoint> tiny_;
 };
 std::unique_ptr<test::TinyCheckpoint> NumericsCli::tiny_;
-
-TEST_F(NumericsCli, TheFlagChoosesTheProfile) {
-  for (const auto& c : commands()) {
-    EXPECT_EQ(profile(c, "--numerics fast", kUnset), "fast") << c.name;
-    EXPECT_EQ(profile(c, "--numerics exact", kUnset), "exact") << c.name;
-  }
-}
 
 TEST_F(NumericsCli, WithoutTheFlagStrataNumericsChooses) {
   for (const auto& c : commands()) {
