@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/numerics.h"
+#include "core/numfmt.h"
 #include "kernels/linear.h"
 #include "kernels/quant.h"
 
@@ -58,8 +59,10 @@ Copies make(WeightFormat f, int64_t out, int64_t in, bool cached) {
 }
 
 // fp8_x: the activation FP8-quantized in 1 x 128 blocks, as the model's linear layers get it
-// (the FP4 integer route needs that form; normal floats take the fp64 decoder).
-void run(benchmark::State& st, WeightFormat f, int64_t out, int64_t in, bool fp8_x = false, bool cached = false) {
+// (the FP4 integer route needs that form; normal floats take the fp64 decoder). bf16_x: rounded
+// to bf16, as Qwen3.5's projections get it (the fast profile's bf16 route).
+void run(benchmark::State& st, WeightFormat f, int64_t out, int64_t in, bool fp8_x = false, bool cached = false,
+         bool bf16_x = false) {
   const int64_t rows = st.range(0);
   static const bool profile_set = [] {
     if (auto n = strata::numerics_from_env()) strata::set_numerics(*n);
@@ -77,6 +80,8 @@ void run(benchmark::State& st, WeightFormat f, int64_t out, int64_t in, bool fp8
   std::normal_distribution<float> nd;
   for (auto& v : x) v = nd(rng);
   if (fp8_x) strata::kernels::quant_fp8(x.data(), rows * in, strata::kernels::kActBlock, x.data());
+  if (bf16_x)
+    for (auto& v : x) v = strata::round_bf16(v);
   size_t i = 0;
   for (auto _ : st) {
     strata::kernels::linear(c.w[i++ % c.w.size()], x.data(), rows, y.data(), true);
@@ -101,21 +106,21 @@ void BM_Bf16Head(benchmark::State& st) { run(st, WeightFormat::bf16, 16384, 4096
 void BM_Bf16HeadL2(benchmark::State& st) { run(st, WeightFormat::bf16, 64, 4096, false, true); }
 // Few outputs over many activation rows: mHC's 24 mixes of the flattened streams (f32, hc·d
 // wide) and the indexer's head weights (bf16, 64 outputs), as a prefill runs them.
-void BM_Bf16QwenGateUp(benchmark::State& st) { run(st, WeightFormat::bf16, 3584, 1024); }
+void BM_Bf16QwenGateUp(benchmark::State& st) { run(st, WeightFormat::bf16, 3584, 1024, false, false, true); }
 void BM_F32HcMix(benchmark::State& st) { run(st, WeightFormat::f32, 24, 16384); }
 void BM_Bf16IndexerHeads(benchmark::State& st) { run(st, WeightFormat::bf16, 64, 4096); }
 
 }  // namespace
 
 BENCHMARK(BM_Fp4Expert)->Arg(1)->Arg(2)->Arg(4)->Arg(16)->Arg(128)->UseRealTime();
-BENCHMARK(BM_Fp4ExpertInt)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(16)->Arg(64)->Arg(256)->UseRealTime();
+BENCHMARK(BM_Fp4ExpertInt)->Arg(1)->Arg(2)->Arg(4)->Arg(6)->Arg(8)->Arg(12)->Arg(16)->Arg(64)->Arg(256)->UseRealTime();
 BENCHMARK(BM_Fp4ExpertIntL2)->Arg(1)->Arg(4)->Arg(256)->UseRealTime();
 BENCHMARK(BM_Fp8Wqb)->Arg(1)->Arg(2)->Arg(3)->Arg(4)->Arg(16)->Arg(128)->UseRealTime();
-BENCHMARK(BM_Fp8Wqa)->Arg(1)->Arg(2)->Arg(3)->Arg(4)->Arg(256)->UseRealTime();
+BENCHMARK(BM_Fp8Wqa)->Arg(1)->Arg(2)->Arg(3)->Arg(4)->Arg(8)->Arg(16)->Arg(256)->UseRealTime();
 BENCHMARK(BM_Fp8WqaL2)->Arg(1)->Arg(4)->Arg(16)->Arg(32)->Arg(256)->UseRealTime();
 BENCHMARK(BM_Bf16Head)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(16)->Arg(32)->Arg(128)->UseRealTime();
 BENCHMARK(BM_Bf16HeadL2)->Arg(1)->Arg(4)->Arg(8)->Arg(32)->UseRealTime();
-BENCHMARK(BM_Bf16QwenGateUp)->Arg(1)->Arg(8)->Arg(64)->Arg(256)->UseRealTime();
+BENCHMARK(BM_Bf16QwenGateUp)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(16)->Arg(64)->Arg(256)->UseRealTime();
 BENCHMARK(BM_F32HcMix)->Arg(4)->Arg(64)->Arg(512)->UseRealTime();
 BENCHMARK(BM_Bf16IndexerHeads)->Arg(64)->Arg(512)->UseRealTime();
 

@@ -139,7 +139,7 @@ TEST(FastLinear, EveryIsaGivesTheDefinitionsBits) {
   };
   uint32_t seed = 10;
   for (const Case& c : cases)
-    for (int64_t rows : {1, 2, 3, 4, 5, 9}) {
+    for (int64_t rows : {1, 2, 3, 4, 5, 8, 9, 12, 16, 17}) {  // the few-rows kernels to 16, tiles after
       const Weight w = make_weight(c.f, c.out, c.in, seed++);
       const auto x = make_x(c.a, rows, c.in, seed++);
       expect_definition(w, x, rows, rows % 2 == 0);
@@ -154,6 +154,15 @@ TEST(FastLinear, MixedRoutesInOneBatch) {
   EXPECT_FALSE(fast_row_is_bf16(w.view, x.data() + 160, 160));
   EXPECT_TRUE(fast_row_is_bf16(w.view, x.data(), 160));
   expect_definition(w, x, 6, false);
+}
+
+// The one-hot rows of eye (n × n) also a few at a time: every shape of the few-rows kernels.
+void expect_one_hot_in_few_rows(const Weight& w, const std::vector<float>& eye, int64_t n) {
+  for (int64_t step : {1, 3, 8, 16})
+    for (int64_t k = 0; k < n; k += step) {
+      const int64_t rows = std::min(step, n - k);
+      expect_definition(w, std::vector<float>(eye.begin() + k * n, eye.begin() + (k + rows) * n), rows, false);
+    }
 }
 
 TEST(FastLinear, ScalesAtTheRangeLimitsAndSpecialCodes) {
@@ -177,8 +186,7 @@ TEST(FastLinear, ScalesAtTheRangeLimitsAndSpecialCodes) {
     std::vector<float> eye(256 * 256, 0.0f);
     for (int k = 0; k < 256; ++k) eye[size_t(k * 256 + k)] = 1.0f;
     expect_definition(w, eye, 256, false);
-    for (int k = 0; k < 256; ++k)  // and through the one-row kernels
-      expect_definition(w, std::vector<float>(eye.begin() + k * 256, eye.begin() + (k + 1) * 256), 1, false);
+    expect_one_hot_in_few_rows(w, eye, 256);
   }
   for (int lo : {0, 1, 2, 3, 126, 200, 252, 253, 254, 255}) {
     Weight w = make_weight(WeightFormat::fp4, 8, 128, uint32_t(lo), lo);
@@ -189,26 +197,30 @@ TEST(FastLinear, ScalesAtTheRangeLimitsAndSpecialCodes) {
     std::vector<float> eye(128 * 128, 0.0f);
     for (int k = 0; k < 128; ++k) eye[size_t(k * 128 + k)] = 1.0f;
     expect_definition(w, eye, 128, false);
-    for (int k = 0; k < 128; ++k)
-      expect_definition(w, std::vector<float>(eye.begin() + k * 128, eye.begin() + (k + 1) * 128), 1, false);
+    expect_one_hot_in_few_rows(w, eye, 128);
   }
 }
 
 TEST(FastLinear, OutputsIndependentOfBatchAndThreads) {
-  const Weight w = make_weight(WeightFormat::fp8, 300, 512, 21);
-  const int64_t rows = 11;
-  const auto x = make_x(Act::fp8, rows, 512, 22);
-  std::vector<float> all(size_t(rows * 300));
-  fast_linear(w.view, x.data(), rows, all.data(), true);
-  for (int threads : {1, 2, 3}) {
-    set_num_threads(threads);
-    for (int64_t r = 0; r < rows; r += 3) {
-      std::vector<float> one(300);
-      fast_linear(w.view, x.data() + r * 512, 1, one.data(), true);
-      for (int64_t n = 0; n < 300; ++n) ASSERT_EQ(bits(one[size_t(n)]), bits(all[size_t(r * 300 + n)]));
+  // 40 rows take the tiles; 1, 5 and 11 of them the few-rows kernels
+  for (WeightFormat f : {WeightFormat::fp8, WeightFormat::fp4, WeightFormat::bf16}) {
+    const Weight w = make_weight(f, 300, 512, 21);
+    const int64_t rows = 40;
+    const auto x = make_x(Act::fp8, rows, 512, 22);
+    std::vector<float> all(size_t(rows * 300));
+    fast_linear(w.view, x.data(), rows, all.data(), true);
+    for (int threads : {1, 2, 3}) {
+      set_num_threads(threads);
+      for (int64_t part : {1, 5, 11})
+        for (int64_t r = 0; r + part <= rows; r += part + 3) {
+          std::vector<float> some(size_t(part * 300));
+          fast_linear(w.view, x.data() + r * 512, part, some.data(), true);
+          for (int64_t n = 0; n < part * 300; ++n)
+            ASSERT_EQ(bits(some[size_t(n)]), bits(all[size_t(r * 300 + n)])) << int(f) << " part " << part;
+        }
     }
+    set_num_threads(0);
   }
-  set_num_threads(0);
 }
 
 TEST(FastLinear, CloseToTheExactSum) {

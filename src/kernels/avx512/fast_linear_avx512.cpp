@@ -128,8 +128,10 @@ void tile_chunk(const void* x, int64_t xs, int64_t rows, const void* w, int64_t 
 }
 
 // t[i] += t[i + h] for h = 8, 4, 2, 1: the definition's fold.
+// (The low half by an extract, not a cast: GCC 12 warns falsely about the cast's undefined
+// register once it is inlined deep enough.)
 inline float fold16(__m512 v) {
-  __m256 a = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+  __m256 a = _mm256_add_ps(_mm512_extractf32x8_ps(v, 0), _mm512_extractf32x8_ps(v, 1));
   __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
   b = _mm_add_ps(b, _mm_movehl_ps(b, b));
   b = _mm_add_ss(b, _mm_movehdup_ps(b));
@@ -294,89 +296,31 @@ void decode_chunk_f32(const LinearWeight& w, int64_t r, int64_t c0, int64_t c1, 
   for (int64_t k = c0; k < c1; ++k) dst[k - c0] = k < w.in ? row[size_t(k)] : 0.0f;
 }
 
-// One activation row against FP8 weight rows [o0, o0 + n) of one scale band, decoded in registers
-// straight into the products (decode steps: no scratch round trip), each block prefetching its
-// lines of the next group's rows (contiguous). Needs in % 128 == 0 and every block scale in the
-// table's range; false (nothing written) otherwise.
+// ---- few activation rows: weights decoded in registers straight into the products ----
+//
+// A tile's weight rows go R at a time against M activation rows: per 32 columns the R weight
+// vectors are decoded once (no scratch round trip) and each feeds M vdpbf16ps; the M·R block sums
+// and totals stay in registers (2·M·R ≤ 16). Each block prefetches its lines of the next group's
+// rows (contiguous after this group's). A source gives row r's bf16 vector at column k, w(r, k),
+// after block(c, end) at each block's start.
+
+// FP8 rows of one scale band: the band's per-block tables, the scale folded in.
 template <int R>
-void fp8_row_group(const uint8_t* const* p, const uint16_t* tabs, const uint16_t* xb, int64_t in, float* out) {
-  __m512 tot[R];
-  for (int r = 0; r < R; ++r) tot[r] = _mm512_setzero_ps();
-  for (int64_t c = 0; c < in; c += kFastBlock) {
+struct Fp8Rows {
+  const uint8_t* p[R];
+  const uint16_t* tabs;
+  int64_t in;
+  __m512i t[4];
+  void block(int64_t c, int64_t) {
     const uint16_t* tb = tabs + (c / 128) * 128;
-    const __m512i t[4] = {_mm512_load_si512(tb), _mm512_load_si512(tb + 32), _mm512_load_si512(tb + 64),
-                          _mm512_load_si512(tb + 96)};
-    __m512 acc[R];
+    for (int q = 0; q < 4; ++q) t[q] = _mm512_load_si512(tb + 32 * q);
     for (int r = 0; r < R; ++r) {
-      acc[r] = _mm512_setzero_ps();
       _mm_prefetch(reinterpret_cast<const char*>(p[r] + c) + R * in, _MM_HINT_T0);
       _mm_prefetch(reinterpret_cast<const char*>(p[r] + c) + R * in + 64, _MM_HINT_T0);
     }
-#pragma GCC unroll 4
-    for (int64_t k = c; k < c + kFastBlock; k += 32) {
-      const __m512bh x = (__m512bh)_mm512_loadu_si512(xb + k);
-#pragma GCC unroll 4
-      for (int r = 0; r < R; ++r) {
-        const __m512i wv = e4m3_bf16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p[r] + k)), t);
-        acc[r] = _mm512_dpbf16_ps(acc[r], x, (__m512bh)wv);
-      }
-    }
-    for (int r = 0; r < R; ++r) tot[r] = _mm512_add_ps(tot[r], acc[r]);
   }
-  for (int r = 0; r < R; ++r) out[r] = fold16(tot[r]);
-}
-
-// Calls group<R>(j, R) over [0, n) in groups of up to four rows.
-template <class F>
-void row_groups(int64_t n, F&& group) {
-  for (int64_t j = 0; j < n;) {
-    const int64_t g = std::min<int64_t>(4, n - j);
-    switch (g) {
-      case 4: group.template operator()<4>(j); break;
-      case 3: group.template operator()<3>(j); break;
-      case 2: group.template operator()<2>(j); break;
-      default: group.template operator()<1>(j); break;
-    }
-    j += g;
-  }
-}
-
-bool fp8_rows_from_tables(const LinearWeight& w, const uint16_t* tabs, const uint16_t* xb, int64_t o0, int64_t n,
-                          float* out) {
-  const uint8_t* base = static_cast<const uint8_t*>(w.data);
-  row_groups(n, [&]<int R>(int64_t j) {
-    const uint8_t* p[R];
-    for (int r = 0; r < R; ++r) p[r] = base + (o0 + j + r) * w.in;
-    fp8_row_group<R>(p, tabs, xb, w.in, out + j);
-  });
-  return true;
-}
-
-bool fp8_one_row(const LinearWeight& w, const uint16_t* xb, int64_t o0, int64_t n, float* out) {
-  const int64_t in = w.in, blocks = in / 128;
-  if (in % 128 != 0) return false;
-  const uint8_t* sc = w.scale + (o0 / 128) * blocks;
-  for (int64_t b = 0; b < blocks; ++b)
-    if (sc[b] < 10 || sc[b] > 246) return false;
-  // tables are a function of the band's scale bytes alone: the band's eight tiles (and any band
-  // with the same scales) reuse them
-  thread_local AlignedBuffer<uint16_t> tabs;
-  thread_local std::vector<uint8_t> tabs_for;
-  if (tabs_for.size() == size_t(blocks) && std::equal(sc, sc + blocks, tabs_for.begin()))
-    return fp8_rows_from_tables(w, tabs.data(), xb, o0, n, out);
-  tabs.reserve(size_t(blocks * 128));
-  tabs_for.assign(sc, sc + blocks);
-  const E4m3Table& table = e4m3_table();
-  for (int64_t b = 0; b < blocks; ++b) {
-    const __m512i shift = _mm512_set1_epi16(int16_t((int(sc[b]) - 127) * 128));
-    for (int q = 0; q < 4; ++q) {
-      const __m512i u = _mm512_load_si512(table.bf16 + 32 * q);
-      const __mmask32 m = q == 0 ? ~__mmask32(1) : q == 3 ? __mmask32(0x7FFFFFFFu) : ~__mmask32(0);
-      _mm512_store_si512(tabs.data() + b * 128 + 32 * q, _mm512_mask_add_epi16(u, m, u, shift));
-    }
-  }
-  return fp8_rows_from_tables(w, tabs.data(), xb, o0, n, out);
-}
+  __m512i w(int r, int64_t k) const { return e4m3_bf16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p[r] + k)), t); }
+};
 
 // Every e8m0 scale byte's 16 e2m1 values as decode_weight_bf16 writes them (the definition's
 // weight), repeated so a 5-bit index ignores its top bit: one 64-byte vpermw table per byte, the
@@ -403,61 +347,200 @@ const Fp4ScaledTables& fp4_scaled_tables() {
   return t;
 }
 
-// FP4 rows against one activation row, 16 bytes (32 columns, one scale) a step: the bytes in
-// every 128-bit lane, word m takes byte m/2 (vpshufb) shifted so its nibble m is in the low bits
-// (vpsrlvw), the row's scaled table maps it to the bf16 weight, one vdpbf16ps. in % 128 == 0.
+// FP4 rows, 16 bytes (32 columns, one scale) a vector: the bytes in every 128-bit lane, word m
+// takes byte m/2 (vpshufb) shifted so its nibble m is in the low bits (vpsrlvw), the row's scaled
+// table maps it to the bf16 weight.
 template <int R>
-void fp4_row_group(const uint8_t* const* p, const uint8_t* const* sc, const uint16_t* xb, int64_t in, float* out) {
-  const auto& tables = fp4_scaled_tables().t;
+struct Fp4Rows {
+  const uint8_t* p[R];
+  const uint8_t* sc[R];
+  int64_t in;
+  const uint16_t (*tables)[32] = fp4_scaled_tables().t;
   // lane L holds words 8L..8L+7: bytes 4L..4L+3, each twice (the high byte of each word zeroed)
   const __m512i spread = _mm512_set_epi8(
       -1, 15, -1, 15, -1, 14, -1, 14, -1, 13, -1, 13, -1, 12, -1, 12, -1, 11, -1, 11, -1, 10, -1, 10, -1, 9, -1, 9,
       -1, 8, -1, 8, -1, 7, -1, 7, -1, 6, -1, 6, -1, 5, -1, 5, -1, 4, -1, 4, -1, 3, -1, 3, -1, 2, -1, 2, -1, 1, -1, 1,
       -1, 0, -1, 0);
   const __m512i odd_shift = _mm512_set1_epi32(4 << 16);  // odd words: the high nibble
-  __m512 tot[R];
-  for (int r = 0; r < R; ++r) tot[r] = _mm512_setzero_ps();
-  for (int64_t c = 0; c < in; c += kFastBlock) {
-    __m512 acc[R];
+  void block(int64_t c, int64_t) {
+    for (int r = 0; r < R; ++r) _mm_prefetch(reinterpret_cast<const char*>(p[r] + c / 2) + R * in / 2, _MM_HINT_T0);
+  }
+  __m512i w(int r, int64_t k) const {
+    const __m512i b = _mm512_maskz_broadcast_i32x4(0xFFFF, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p[r] + k / 2)));
+    const __m512i i = _mm512_srlv_epi16(_mm512_shuffle_epi8(b, spread), odd_shift);
+    return _mm512_permutexvar_epi16(i, _mm512_load_si512(tables[sc[r][k / 32]]));
+  }
+};
+
+// bf16 rows read in place.
+template <int R>
+struct Bf16Rows {
+  const uint16_t* p[R];
+  int64_t in;
+  void block(int64_t c, int64_t end) {
     for (int r = 0; r < R; ++r) {
-      acc[r] = _mm512_setzero_ps();
-      _mm_prefetch(reinterpret_cast<const char*>(p[r] + c / 2) + R * in / 2, _MM_HINT_T0);
+      const char* ahead = reinterpret_cast<const char*>(p[r] + R * in + c);
+      for (int64_t off = 0; off < (end - c) * 2; off += 64) _mm_prefetch(ahead + off, _MM_HINT_T0);
     }
+  }
+  __m512i w(int r, int64_t k) const { return _mm512_loadu_si512(p[r] + k); }
+};
+
+// M activation rows (bf16, xs apart, zeros past in up to a multiple of 32) × the source's R rows
+// over [0, in) (in % 32 == 0): out[m·os + r].
+template <int M, int R, class Src>
+[[gnu::always_inline]] inline void few_rows_group(Src& s, const uint16_t* xb, int64_t xs, int64_t in, float* out,
+                                                  int64_t os) {
+  __m512 tot[M][R];
+  for (int m = 0; m < M; ++m)
+    for (int r = 0; r < R; ++r) tot[m][r] = _mm512_setzero_ps();
+  for (int64_t c = 0; c < in; c += kFastBlock) {
+    const int64_t end = std::min(c + kFastBlock, in);
+    s.block(c, end);
+    __m512 acc[M][R];
+    for (int m = 0; m < M; ++m)
+      for (int r = 0; r < R; ++r) acc[m][r] = _mm512_setzero_ps();
 #pragma GCC unroll 4
-    for (int64_t k = c; k < c + kFastBlock; k += 32) {
-      const __m512bh x = (__m512bh)_mm512_loadu_si512(xb + k);
+    for (int64_t k = c; k < end; k += 32) {
+      __m512i wv[R];
 #pragma GCC unroll 4
-      for (int r = 0; r < R; ++r) {
-        const __m512i b = _mm512_maskz_broadcast_i32x4(0xFFFF, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p[r] + k / 2)));
-        const __m512i i = _mm512_srlv_epi16(_mm512_shuffle_epi8(b, spread), odd_shift);
-        const __m512i wv = _mm512_permutexvar_epi16(i, _mm512_load_si512(tables[sc[r][k / 32]]));
-        acc[r] = _mm512_dpbf16_ps(acc[r], x, (__m512bh)wv);
+      for (int r = 0; r < R; ++r) wv[r] = s.w(r, k);
+#pragma GCC unroll 8
+      for (int m = 0; m < M; ++m) {
+        const __m512bh x = (__m512bh)_mm512_loadu_si512(xb + m * xs + k);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) acc[m][r] = _mm512_dpbf16_ps(acc[m][r], x, (__m512bh)wv[r]);
       }
     }
-    for (int r = 0; r < R; ++r) tot[r] = _mm512_add_ps(tot[r], acc[r]);
+    for (int m = 0; m < M; ++m)
+      for (int r = 0; r < R; ++r) tot[m][r] = _mm512_add_ps(tot[m][r], acc[m][r]);
   }
-  for (int r = 0; r < R; ++r) out[r] = fold16(tot[r]);
+  for (int m = 0; m < M; ++m)
+    for (int r = 0; r < R; ++r) out[m * os + r] = fold16(tot[m][r]);
 }
 
-bool fp4_one_row(const LinearWeight& w, const uint16_t* xb, int64_t o0, int64_t n, float* out) {
-  const int64_t in = w.in;
+// Weight rows per group for M activation rows: the sums' registers bound M·R.
+constexpr int few_rows_r(int M) { return M <= 4 ? 4 : 2; }
+constexpr int64_t kFewRowsGroup = 8;  // activation rows a pass
+constexpr int64_t kFewRowsMax = 16;   // more rows take the tiles (decoded once, 4 x 4 registers)
+
+// Calls group<R>(j) over [0, n) in groups of up to kMaxR rows.
+template <int kMaxR, class F>
+void row_groups(int64_t n, F&& group) {
+  for (int64_t j = 0; j < n;) {
+    const int64_t g = std::min<int64_t>(kMaxR, n - j);
+    if (g >= 4) {
+      if constexpr (kMaxR >= 4) group.template operator()<4>(j);
+    } else if (g == 3) {
+      if constexpr (kMaxR >= 3) group.template operator()<3>(j);
+    } else if (g == 2) {
+      if constexpr (kMaxR >= 2) group.template operator()<2>(j);
+    } else {
+      group.template operator()<1>(j);
+    }
+    j += g;
+  }
+}
+
+// Calls pass<M>(m0) over activation rows [0, rows) in passes of up to kFewRowsGroup.
+template <class F>
+void activation_passes(int64_t rows, F&& pass) {
+  for (int64_t m0 = 0; m0 < rows; m0 += kFewRowsGroup) {
+    switch (std::min(kFewRowsGroup, rows - m0)) {
+      case 8: pass.template operator()<8>(m0); break;
+      case 7: pass.template operator()<7>(m0); break;
+      case 6: pass.template operator()<6>(m0); break;
+      case 5: pass.template operator()<5>(m0); break;
+      case 4: pass.template operator()<4>(m0); break;
+      case 3: pass.template operator()<3>(m0); break;
+      case 2: pass.template operator()<2>(m0); break;
+      default: pass.template operator()<1>(m0); break;
+    }
+  }
+}
+
+// rows activation rows (bf16, xs apart) against weight rows [o0, o0 + n) of a tile, through the
+// source make<R>(j) gives for rows o0 + j...: out[m·kTile + j].
+template <template <int> class Src, class Make>
+void few_rows(const uint16_t* xb, int64_t xs, int64_t rows, int64_t in, int64_t n, float* out, Make&& make) {
+  activation_passes(rows, [&]<int M>(int64_t m0) {
+    row_groups<few_rows_r(M)>(n, [&]<int R>(int64_t j) {
+      Src<R> s = make.template operator()<R>(j);
+      few_rows_group<M, R>(s, xb + m0 * xs, xs, in, out + m0 * kTile + j, kTile);
+    });
+  });
+}
+
+// FP8: needs in % 128 == 0 and every block scale of the band in the tables' range; false
+// (nothing written) otherwise.
+bool fp8_few_rows(const LinearWeight& w, const uint16_t* xb, int64_t xs, int64_t rows, int64_t o0, int64_t n,
+                  float* out) {
+  const int64_t in = w.in, blocks = in / 128;
   if (in % 128 != 0) return false;
+  const uint8_t* sc = w.scale + (o0 / 128) * blocks;
+  for (int64_t b = 0; b < blocks; ++b)
+    if (sc[b] < 10 || sc[b] > 246) return false;
+  // tables are a function of the band's scale bytes alone: the band's eight tiles (and any band
+  // with the same scales) reuse them
+  thread_local AlignedBuffer<uint16_t> tabs;
+  thread_local std::vector<uint8_t> tabs_for;
+  if (tabs_for.size() != size_t(blocks) || !std::equal(sc, sc + blocks, tabs_for.begin())) {
+    tabs.reserve(size_t(blocks * 128));
+    tabs_for.assign(sc, sc + blocks);
+    const E4m3Table& table = e4m3_table();
+    for (int64_t b = 0; b < blocks; ++b) {
+      const __m512i shift = _mm512_set1_epi16(int16_t((int(sc[b]) - 127) * 128));
+      for (int q = 0; q < 4; ++q) {
+        const __m512i u = _mm512_load_si512(table.bf16 + 32 * q);
+        const __mmask32 m = q == 0 ? ~__mmask32(1) : q == 3 ? __mmask32(0x7FFFFFFFu) : ~__mmask32(0);
+        _mm512_store_si512(tabs.data() + b * 128 + 32 * q, _mm512_mask_add_epi16(u, m, u, shift));
+      }
+    }
+  }
   const uint8_t* base = static_cast<const uint8_t*>(w.data);
-  row_groups(n, [&]<int R>(int64_t j) {
-    const uint8_t* p[R];
-    const uint8_t* sc[R];
-    for (int r = 0; r < R; ++r) p[r] = base + (o0 + j + r) * (in / 2), sc[r] = w.scale + (o0 + j + r) * (in / 32);
-    fp4_row_group<R>(p, sc, xb, in, out + j);
+  few_rows<Fp8Rows>(xb, xs, rows, in, n, out, [&]<int R>(int64_t j) {
+    Fp8Rows<R> s;
+    for (int r = 0; r < R; ++r) s.p[r] = base + (o0 + j + r) * in;
+    s.tabs = tabs.data();
+    s.in = in;
+    return s;
   });
   return true;
 }
 
-// bf16 rows read in place against one activation row: bf16 pairs on the bf16 route (kF32 false),
-// or widened to fp32 against an fp32 row on the f32 route. Each block prefetches its lines of the
-// next group's rows.
-template <int R, bool kF32>
-void bf16_row_group(const uint16_t* const* p, const void* xv, int64_t in, float* out) {
-  constexpr int64_t per_vec = kF32 ? 16 : 32;
+// FP4: in % 128 == 0 (every scale byte is served).
+bool fp4_few_rows(const LinearWeight& w, const uint16_t* xb, int64_t xs, int64_t rows, int64_t o0, int64_t n,
+                  float* out) {
+  const int64_t in = w.in;
+  if (in % 128 != 0) return false;
+  const uint8_t* base = static_cast<const uint8_t*>(w.data);
+  few_rows<Fp4Rows>(xb, xs, rows, in, n, out, [&]<int R>(int64_t j) {
+    Fp4Rows<R> s;
+    for (int r = 0; r < R; ++r) s.p[r] = base + (o0 + j + r) * (in / 2), s.sc[r] = w.scale + (o0 + j + r) * (in / 32);
+    s.in = in;
+    return s;
+  });
+  return true;
+}
+
+// bf16 read in place: in % 32 == 0 (no padding to read past a row's end).
+bool bf16_few_rows(const LinearWeight& w, const uint16_t* xb, int64_t xs, int64_t rows, int64_t o0, int64_t n,
+                   float* out) {
+  const int64_t in = w.in;
+  if (w.format != WeightFormat::bf16 || in % 32 != 0) return false;
+  const uint16_t* base = static_cast<const uint16_t*>(w.data);
+  few_rows<Bf16Rows>(xb, xs, rows, in, n, out, [&]<int R>(int64_t j) {
+    Bf16Rows<R> s;
+    for (int r = 0; r < R; ++r) s.p[r] = base + (o0 + j + r) * in;
+    s.in = in;
+    return s;
+  });
+  return true;
+}
+
+// bf16 rows read in place against one fp32 activation row (the f32 route), widened in registers.
+template <int R>
+void bf16_f32_row_group(const uint16_t* const* p, const float* x, int64_t in, float* out) {
   __m512 tot[R];
   for (int r = 0; r < R; ++r) tot[r] = _mm512_setzero_ps();
   for (int64_t c = 0; c < in; c += kFastBlock) {
@@ -468,31 +551,24 @@ void bf16_row_group(const uint16_t* const* p, const void* xv, int64_t in, float*
       const char* ahead = reinterpret_cast<const char*>(p[r] + R * in + c);  // the next group's row r
       for (int64_t off = 0; off < (end - c) * 2; off += 64) _mm_prefetch(ahead + off, _MM_HINT_T0);
     }
-    for (int64_t k = c; k < end; k += per_vec) {
-      if constexpr (kF32) {
-        const __m512 x = _mm512_loadu_ps(static_cast<const float*>(xv) + k);
+    for (int64_t k = c; k < end; k += 16) {
+      const __m512 xv = _mm512_loadu_ps(x + k);
 #pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) acc[r] = _mm512_fmadd_ps(x, load_w<Kind::f32_w16>(p[r], k), acc[r]);
-      } else {
-        const __m512bh x = (__m512bh)_mm512_loadu_si512(static_cast<const uint16_t*>(xv) + k);
-#pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) acc[r] = _mm512_dpbf16_ps(acc[r], x, (__m512bh)_mm512_loadu_si512(p[r] + k));
-      }
+      for (int r = 0; r < R; ++r) acc[r] = _mm512_fmadd_ps(xv, load_w<Kind::f32_w16>(p[r], k), acc[r]);
     }
     for (int r = 0; r < R; ++r) tot[r] = _mm512_add_ps(tot[r], acc[r]);
   }
   for (int r = 0; r < R; ++r) out[r] = fold16(tot[r]);
 }
 
-// in a multiple of the step (no padding to read past a row's end)
-template <bool kF32>
-bool bf16_one_row(const LinearWeight& w, const void* x, int64_t o0, int64_t n, float* out) {
-  if (w.format != WeightFormat::bf16 || w.in % (kF32 ? 16 : 32) != 0) return false;
+// in a multiple of 16 (no padding to read past a row's end)
+bool bf16_f32_one_row(const LinearWeight& w, const float* x, int64_t o0, int64_t n, float* out) {
+  if (w.format != WeightFormat::bf16 || w.in % 16 != 0) return false;
   const uint16_t* base = static_cast<const uint16_t*>(w.data);
-  row_groups(n, [&]<int R>(int64_t j) {
+  row_groups<4>(n, [&]<int R>(int64_t j) {
     const uint16_t* p[R];
     for (int r = 0; r < R; ++r) p[r] = base + (o0 + j + r) * w.in;
-    bf16_row_group<R, kF32>(p, x, w.in, out + j);
+    bf16_f32_row_group<R>(p, x, w.in, out + j);
   });
   return true;
 }
@@ -518,17 +594,18 @@ void route_product(const LinearWeight& w, const void* x, const std::vector<int64
     for (int64_t t = tb; t < te; ++t) {
       const int64_t o0 = t * kTile, n = std::min(kTile, out - o0);
       if constexpr (kBf16) {
-        float one[kTile];
+        alignas(64) float few[kFewRowsMax * kTile];
         const auto* xb = static_cast<const uint16_t*>(x);
-        if (rows == 1 && ((w.format == WeightFormat::fp8 && fp8_one_row(w, xb, o0, n, one)) ||
-                          (w.format == WeightFormat::fp4 && fp4_one_row(w, xb, o0, n, one)) ||
-                          bf16_one_row<false>(w, xb, o0, n, one))) {
-          for (int64_t j = 0; j < n; ++j) y[idx[0] * out + o0 + j] = fast_output(one[j], rb);
+        if (rows <= kFewRowsMax && ((w.format == WeightFormat::fp8 && fp8_few_rows(w, xb, kpad, rows, o0, n, few)) ||
+                                    (w.format == WeightFormat::fp4 && fp4_few_rows(w, xb, kpad, rows, o0, n, few)) ||
+                                    bf16_few_rows(w, xb, kpad, rows, o0, n, few))) {
+          for (int64_t r = 0; r < rows; ++r)
+            for (int64_t j = 0; j < n; ++j) y[idx[size_t(r)] * out + o0 + j] = fast_output(few[r * kTile + j], rb);
           continue;
         }
       } else {
         float one[kTile];
-        if (rows == 1 && bf16_one_row<true>(w, x, o0, n, one)) {
+        if (rows == 1 && bf16_f32_one_row(w, static_cast<const float*>(x), o0, n, one)) {
           for (int64_t j = 0; j < n; ++j) y[idx[0] * out + o0 + j] = fast_output(one[j], rb);
           continue;
         }
