@@ -301,8 +301,8 @@ void decode_chunk_f32(const LinearWeight& w, int64_t r, int64_t c0, int64_t c1, 
 // A tile's weight rows go R at a time against M activation rows: per 32 columns the R weight
 // vectors are decoded once (no scratch round trip) and each feeds M vdpbf16ps; the M·R block sums
 // and totals stay in registers (2·M·R ≤ 16). Each block prefetches its lines of the next group's
-// rows (contiguous after this group's). A source gives row r's bf16 vector at column k, w(r, k),
-// after block(c, end) at each block's start.
+// rows (contiguous after this group's). A source, made for weight rows row..row + R, gives row
+// r's bf16 vector at column k, w(r, k), after block(c, end) at each block's start.
 
 // FP8 rows of one scale band: the band's per-block tables, the scale folded in.
 template <int R>
@@ -311,6 +311,9 @@ struct Fp8Rows {
   const uint16_t* tabs;
   int64_t in;
   __m512i t[4];
+  Fp8Rows(const LinearWeight& w, int64_t row, const uint16_t* band_tables) : tabs(band_tables), in(w.in) {
+    for (int r = 0; r < R; ++r) p[r] = static_cast<const uint8_t*>(w.data) + (row + r) * in;
+  }
   void block(int64_t c, int64_t) {
     const uint16_t* tb = tabs + (c / 128) * 128;
     for (int q = 0; q < 4; ++q) t[q] = _mm512_load_si512(tb + 32 * q);
@@ -355,6 +358,10 @@ struct Fp4Rows {
   const uint8_t* p[R];
   const uint8_t* sc[R];
   int64_t in;
+  Fp4Rows(const LinearWeight& w, int64_t row) : in(w.in) {
+    for (int r = 0; r < R; ++r)
+      p[r] = static_cast<const uint8_t*>(w.data) + (row + r) * (in / 2), sc[r] = w.scale + (row + r) * (in / 32);
+  }
   const uint16_t (*tables)[32] = fp4_scaled_tables().t;
   // lane L holds words 8L..8L+7: bytes 4L..4L+3, each twice (the high byte of each word zeroed)
   const __m512i spread = _mm512_set_epi8(
@@ -377,6 +384,9 @@ template <int R>
 struct Bf16Rows {
   const uint16_t* p[R];
   int64_t in;
+  Bf16Rows(const LinearWeight& w, int64_t row) : in(w.in) {
+    for (int r = 0; r < R; ++r) p[r] = static_cast<const uint16_t*>(w.data) + (row + r) * in;
+  }
   void block(int64_t c, int64_t end) {
     for (int r = 0; r < R; ++r) {
       const char* ahead = reinterpret_cast<const char*>(p[r] + R * in + c);
@@ -460,13 +470,14 @@ void activation_passes(int64_t rows, F&& pass) {
 }
 
 // rows activation rows (bf16, xs apart) against weight rows [o0, o0 + n) of a tile, through the
-// source make<R>(j) gives for rows o0 + j...: out[m·kTile + j].
-template <template <int> class Src, class Make>
-void few_rows(const uint16_t* xb, int64_t xs, int64_t rows, int64_t in, int64_t n, float* out, Make&& make) {
+// sources Src<R>(w, o0 + j, extra...): out[m·kTile + j].
+template <template <int> class Src, class... Extra>
+void few_rows(const LinearWeight& w, const uint16_t* xb, int64_t xs, int64_t rows, int64_t o0, int64_t n, float* out,
+              Extra... extra) {
   activation_passes(rows, [&]<int M>(int64_t m0) {
     row_groups<few_rows_r(M)>(n, [&]<int R>(int64_t j) {
-      Src<R> s = make.template operator()<R>(j);
-      few_rows_group<M, R>(s, xb + m0 * xs, xs, in, out + m0 * kTile + j, kTile);
+      Src<R> s(w, o0 + j, extra...);
+      few_rows_group<M, R>(s, xb + m0 * xs, xs, w.in, out + m0 * kTile + j, kTile);
     });
   });
 }
@@ -497,44 +508,23 @@ bool fp8_few_rows(const LinearWeight& w, const uint16_t* xb, int64_t xs, int64_t
       }
     }
   }
-  const uint8_t* base = static_cast<const uint8_t*>(w.data);
-  few_rows<Fp8Rows>(xb, xs, rows, in, n, out, [&]<int R>(int64_t j) {
-    Fp8Rows<R> s;
-    for (int r = 0; r < R; ++r) s.p[r] = base + (o0 + j + r) * in;
-    s.tabs = tabs.data();
-    s.in = in;
-    return s;
-  });
+  few_rows<Fp8Rows>(w, xb, xs, rows, o0, n, out, static_cast<const uint16_t*>(tabs.data()));
   return true;
 }
 
 // FP4: in % 128 == 0 (every scale byte is served).
 bool fp4_few_rows(const LinearWeight& w, const uint16_t* xb, int64_t xs, int64_t rows, int64_t o0, int64_t n,
                   float* out) {
-  const int64_t in = w.in;
-  if (in % 128 != 0) return false;
-  const uint8_t* base = static_cast<const uint8_t*>(w.data);
-  few_rows<Fp4Rows>(xb, xs, rows, in, n, out, [&]<int R>(int64_t j) {
-    Fp4Rows<R> s;
-    for (int r = 0; r < R; ++r) s.p[r] = base + (o0 + j + r) * (in / 2), s.sc[r] = w.scale + (o0 + j + r) * (in / 32);
-    s.in = in;
-    return s;
-  });
+  if (w.in % 128 != 0) return false;
+  few_rows<Fp4Rows>(w, xb, xs, rows, o0, n, out);
   return true;
 }
 
 // bf16 read in place: in % 32 == 0 (no padding to read past a row's end).
 bool bf16_few_rows(const LinearWeight& w, const uint16_t* xb, int64_t xs, int64_t rows, int64_t o0, int64_t n,
                    float* out) {
-  const int64_t in = w.in;
-  if (w.format != WeightFormat::bf16 || in % 32 != 0) return false;
-  const uint16_t* base = static_cast<const uint16_t*>(w.data);
-  few_rows<Bf16Rows>(xb, xs, rows, in, n, out, [&]<int R>(int64_t j) {
-    Bf16Rows<R> s;
-    for (int r = 0; r < R; ++r) s.p[r] = base + (o0 + j + r) * in;
-    s.in = in;
-    return s;
-  });
+  if (w.format != WeightFormat::bf16 || w.in % 32 != 0) return false;
+  few_rows<Bf16Rows>(w, xb, xs, rows, o0, n, out);
   return true;
 }
 
