@@ -23,6 +23,7 @@
 #include "engine/request_state.h"
 #include "engine/scheduler.h"
 #include "engine/speculative.h"
+#include "grammar/grammar_cache.h"
 #include "kernels/parallel.h"
 #include "models/model.h"
 #include "text/tokenizer.h"
@@ -41,6 +42,7 @@ struct Engine::Impl {
   cache::CacheLayout export_layout;
   int64_t max_context = 0, pool_budget = 0;
   std::vector<int32_t> eos;
+  std::optional<grammar::GrammarCache> grammars;  // structured output's compiled schemas
 
   std::mutex mu;
   std::condition_variable cv;
@@ -132,6 +134,7 @@ Engine::Engine(std::shared_ptr<const models::Model> model, std::shared_ptr<const
   auto& I = *impl_;
   I.model = std::move(model);
   I.tok = std::move(tokenizer);
+  I.grammars.emplace(I.tok);
   I.opt = options;
   const auto& mc = I.model->model_config();
   const auto& facts = I.model->facts();
@@ -192,6 +195,9 @@ uint64_t Engine::submit(Request r, EventCallback on_event) {
       throw Error("prompt token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(vocab) +
                   ")");
   r.sampling.validate();
+  // Compiled here, on the submitting thread (a cache hit for a schema seen before).
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
+  if (r.sampling.structured) grammar = I.grammars->get(r.sampling.structured->json_schema);
   if (n >= I.max_context)
     throw Error("prompt of " + std::to_string(n) + " tokens leaves no room in the context of " +
                 std::to_string(I.max_context) + " tokens");
@@ -218,6 +224,7 @@ uint64_t Engine::submit(Request r, EventCallback on_event) {
   // The Sampler validates stop/EOS ids against the vocabulary (strata::Error) before queueing.
   auto req = std::make_unique<RequestState>(id, I.next_arrival, std::move(r.prompt), r.sampling, vocab, I.eos, *I.tok,
                                             std::move(on_event));
+  if (grammar) req->sampler.attach_grammar(std::move(grammar));
   if (I.drafter) req->draft_length.emplace(I.opt.spec_tokens);
   req->forced_drafts = std::move(r.forced_drafts);
   ++I.next_arrival;
@@ -300,6 +307,7 @@ uint64_t Engine::import_request(const std::string& path, EventCallback on_event)
   }
   auto req = std::make_unique<RequestState>(id, I.next_arrival++, std::move(snap), std::move(state), *I.tok,
                                             std::move(on_event));
+  if (const auto& so = req->sampler.params().structured) req->sampler.attach_grammar(I.grammars->get(so->json_schema));
   if (I.drafter) req->draft_length.emplace(I.opt.spec_tokens);
   if (req->sampler.vocab_size() != vocab) throw Error(path + ": the snapshot's vocabulary does not fit this model");
   I.live_ids.insert(id);

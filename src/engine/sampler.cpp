@@ -49,10 +49,13 @@ SampleResult Sampler::sample(std::span<const float> logits, SamplingScratch& s) 
   // Bias and penalties touch few tokens but must not modify the caller's logits (raw logprobs
   // are computed from them), so they work on a copy, made only when one of them is set.
   // The bias comes first (vLLM's order, logit_bias.h).
+  if (params_.structured && !matcher_) throw Error("sampler: structured output without its compiled grammar");
   std::span<const float> work = logits;
   const bool biased = !params_.logit_bias.empty(), penalized = penalties_active(params_);
-  if (biased || penalized) {
+  const bool masked = matcher_ && matcher_->active();
+  if (biased || penalized || masked) {
     s.logits.assign(logits.begin(), logits.end());
+    if (masked) matcher_->apply(s.logits, eos_);  // the grammar first: bias cannot revive a masked token
     if (biased) apply_logit_bias(s.logits, params_.logit_bias);
     if (penalized) apply_penalties(s.logits, history_, params_);
     work = s.logits;
@@ -76,8 +79,19 @@ SampleResult Sampler::sample(std::span<const float> logits, SamplingScratch& s) 
   return r;
 }
 
+void Sampler::attach_grammar(std::shared_ptr<const grammar::CompiledGrammar> g) {
+  if (!params_.structured) throw Error("sampler: a grammar for a request without structured output");
+  matcher_.emplace(std::move(g), params_.structured->after_token);
+  if (!saved_grammar_state_.empty()) matcher_->restore_state(nlohmann::json::parse(saved_grammar_state_));
+  saved_grammar_state_.clear();
+}
+
 FinishReason Sampler::append(int32_t token) {
   check_token(token, "generated output");
+  if (params_.structured) {
+    if (!matcher_) throw Error("sampler: structured output without its compiled grammar");
+    matcher_->accept(token, eos_);
+  }
   history_.add_output(token);
   ++generated_;
   return finish_after(token);
@@ -107,7 +121,10 @@ nlohmann::json Sampler::to_json() const {
   for (const auto& [id, n] : output) out.push_back({id, n});
   return {{"version", kStateVersion},  {"params", params_},         {"vocab_size", vocab_size_},
           {"rng_key", key_},           {"generated", generated_},   {"eos_token_ids", eos_},
-          {"prompt_tokens", prompt},   {"output_counts", out}};
+          {"prompt_tokens", prompt},   {"output_counts", out},
+          {"grammar_state", matcher_ ? matcher_->state_json()
+                            : saved_grammar_state_.empty() ? nlohmann::json()
+                                                           : nlohmann::json::parse(saved_grammar_state_)}};
 }
 
 Sampler Sampler::from_json(const nlohmann::json& j) {
@@ -139,6 +156,10 @@ Sampler Sampler::from_json(const nlohmann::json& j) {
       counted += n;
     }
     if (counted != s.generated_) throw Error("sampler state: output counts do not add up to generated");
+    if (j.contains("grammar_state") && !j["grammar_state"].is_null()) {
+      if (!s.params_.structured) throw Error("sampler state: a grammar state without structured output");
+      s.saved_grammar_state_ = j["grammar_state"].dump();
+    }
   } catch (const nlohmann::json::exception& e) {
     throw Error(std::string("sampler state: ") + e.what());
   }

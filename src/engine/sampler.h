@@ -21,6 +21,7 @@
 #include "engine/penalties.h"
 #include "engine/sampling_ops.h"
 #include "engine/sampling_params.h"
+#include "grammar/matcher.h"
 
 namespace strata {
 
@@ -52,6 +53,12 @@ class Sampler {
   // counts for penalties, max_tokens and the RNG counter exactly like a sampled token.
   FinishReason append(int32_t token);
 
+  // Binds the compiled grammar of params().structured (the engine compiles it: the Sampler has
+  // no vocabulary). Until then a structured request samples nothing. A restored sampler
+  // continues from its saved grammar state.
+  void attach_grammar(std::shared_ptr<const grammar::CompiledGrammar> g);
+  const grammar::Matcher* matcher() const { return matcher_ ? &*matcher_ : nullptr; }
+
   const SamplingParams& params() const { return params_; }
   int32_t vocab_size() const { return vocab_size_; }
   uint64_t rng_key() const { return key_; }
@@ -76,6 +83,8 @@ class Sampler {
   uint64_t generated_ = 0;
   std::vector<int32_t> eos_;
   TokenHistory history_;
+  std::optional<grammar::Matcher> matcher_;
+  std::string saved_grammar_state_;  // from a snapshot, until the grammar is attached
 };
 
 }  // namespace strata

@@ -66,6 +66,8 @@ void to_json(nlohmann::json& j, const SamplingParams& p) {
   if (p.max_tokens) j["max_tokens"] = *p.max_tokens;
   if (p.seed) j["seed"] = *p.seed;
   if (p.logprobs) j["logprobs"] = *p.logprobs;
+  if (p.structured)
+    j["structured_output"] = {{"json_schema", p.structured->json_schema}, {"after_token", p.structured->after_token}};
 }
 
 void from_json(const nlohmann::json& j, SamplingParams& p) {
@@ -128,6 +130,18 @@ void from_json(const nlohmann::json& j, SamplingParams& p) {
     else throw Error("logprobs_mode must be \"raw\" or \"processed\"");
   }
   if (auto v = field("logit_bias")) p.logit_bias = logit_bias_from_json(*v);
+  if (auto v = field("structured_output")) {
+    if (!v->is_object() || !v->contains("json_schema") || !(*v)["json_schema"].is_string())
+      throw Error("structured_output must be an object with a string json_schema");
+    StructuredOutput so;
+    so.json_schema = (*v)["json_schema"].get<std::string>();
+    if (v->contains("after_token")) {
+      const int64_t t = get_integer((*v)["after_token"], "structured_output.after_token");
+      if (t < -1 || t > INT32_MAX) throw Error("structured_output.after_token must be a token id or -1");
+      so.after_token = int32_t(t);
+    }
+    p.structured = std::move(so);
+  }
   p.validate();
 }
 

@@ -21,6 +21,14 @@ enum class LogprobsMode { raw, processed };
 
 inline constexpr int kMaxLogprobs = 20;
 
+// Structured output: the output must be a JSON text the schema accepts (grammar/json_schema.h).
+// The engine compiles the schema against its vocabulary and masks every step's logits.
+struct StructuredOutput {
+  std::string json_schema;   // the schema's JSON text; {"type":"object"} is any JSON object
+  int32_t after_token = -1;  // constrained only after this token (the end of a reasoning block)
+  bool operator==(const StructuredOutput&) const = default;
+};
+
 struct SamplingParams {
   double temperature = 1.0;         // 0 = greedy; OpenAI range [0, 2]
   int32_t top_k = 0;                // 0 or -1 = disabled (vLLM accepts both)
@@ -37,6 +45,7 @@ struct SamplingParams {
   std::optional<int> logprobs;        // top-N alternatives, [0, 20]; 0 = sampled token only
   LogprobsMode logprobs_mode = LogprobsMode::raw;
   LogitBias logit_bias;               // token id -> bias in [-100, 100]; ids checked by the Sampler
+  std::optional<StructuredOutput> structured;
 
   bool greedy() const { return temperature == 0.0; }
 
