@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "server/api_error.h"
 #include "server/json_field.h"
+#include "server/response_format.h"
 #include "server/unsupported_fields.h"
 #include "text/chat_format.h"
 #include "text/tokenizer.h"
@@ -130,13 +131,14 @@ void normalize_content(ojson& msg, size_t i) {
   *it = text;
 }
 
-// Without constrained decoding the model may answer in prose, so a forced tool call would be a
-// promise the server cannot keep.
+// Only response_format's JSON decodes under a grammar, not the chat format's tool-call syntax,
+// so the model may answer in prose: a forced tool call would be a promise the server cannot keep.
 ApiError tool_choice_not_enforced(const std::string& what) {
   return unsupported_value("tool_choice", "'tool_choice': " + what +
-                                              " cannot be enforced: strata does not constrain decoding, so the "
-                                              "model may answer without calling a tool. Use \"auto\" (the tools "
-                                              "are in the prompt) and check the reply for tool_calls.");
+                                              " cannot be enforced: strata constrains response_format's JSON "
+                                              "but not the tool-call syntax, so the model may answer without "
+                                              "calling a tool. Use \"auto\" (the tools are in the prompt) and "
+                                              "check the reply for tool_calls.");
 }
 
 void check_effort(const std::string& e) {
@@ -251,6 +253,8 @@ ApiRequest parse_chat_request(std::string_view body, const ModelInfo& m) {
     throw bad_request(e.what(), "messages");
   }
   r.thinking = m.chat_format->output_starts_in_reasoning(text, ro);
+  r.sampling.structured = parse_response_format(j);
+  if (r.sampling.structured && r.thinking) start_after_reasoning(*r.sampling.structured, *m.tokenizer);
   r.prompts.push_back(m.tokenizer->encode(text));
   check_context(r, m, "messages", field(j, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens");
   return r;
@@ -303,6 +307,7 @@ ApiRequest parse_completion_request(std::string_view body, const ModelInfo& m) {
 
   r.sampling = parse_sampling(j, "max_tokens", m);
   if (!field(j, "max_tokens")) r.sampling.max_tokens = 16;  // OpenAI's default for completions
+  r.sampling.structured = parse_response_format(j);  // vLLM's extension of completions
   if (const ojson* v = field(j, "logprobs")) {
     int64_t k = get_int(*v, "logprobs");
     if (k < 0 || k > kMaxLogprobs)

@@ -11,8 +11,8 @@
 //    value as `reasoning_effort`).
 //  - "chat_template_kwargs": passed to a chat template as variables.
 //  - "tools" / "tool_choice": "none" leaves the tools out of the prompt, "auto" puts them in;
-//    "required" and a named function are 400s (nothing could enforce them without constrained
-//    decoding).
+//    "required" and a named function are 400s (tool-call syntax is not decoded under a grammar).
+//  - "response_format": json_object / json_schema decode under a grammar (response_format.h).
 // Fields strata does not act on are 400s naming them (unsupported_fields.h); "logit_bias" ids
 // are checked against the vocabulary here.
 #pragma once

@@ -11,23 +11,6 @@ namespace {
 using ojson = nlohmann::ordered_json;
 
 
-// No grammar-constrained decoding yet: JSON mode and schemas cannot be guaranteed.
-void check_response_format(const ojson& j) {
-  const ojson* rf = field(j, "response_format");
-  if (!rf) return;
-  if (!rf->is_object() || !rf->contains("type") || !(*rf)["type"].is_string())
-    throw bad_request("'response_format' must be an object with a string 'type'.", "response_format");
-  const std::string type = (*rf)["type"].get<std::string>();
-  if (type == "text") return;
-  if (type == "json_object" || type == "json_schema")
-    throw unsupported_value("response_format",
-                            "'response_format' of type '" + type +
-                                "' is not supported: strata has no constrained (grammar) decoding, so valid JSON "
-                                "cannot be guaranteed. Ask for JSON in the prompt with type 'text', or leave "
-                                "response_format out.");
-  throw bad_request("'response_format.type' must be one of text, json_object, json_schema.", "response_format");
-}
-
 void check_best_of(const ojson& j, int n) {
   const ojson* v = field(j, "best_of");
   if (!v) return;
@@ -52,7 +35,6 @@ void check_suffix(const ojson& j) {
 }  // namespace
 
 void check_unsupported_fields(const ojson& j, Endpoint ep, int n) {
-  check_response_format(j);
   check_best_of(j, n);
   check_suffix(j);
   if (ep == Endpoint::chat) {

@@ -1,10 +1,10 @@
 // Request fields strata does not act on are answered with a 400 that names them, never
-// ignored: a client asking for JSON mode, a suffix or best_of gets told, instead of a
-// plausible-looking answer that silently lacks what it asked for.
+// ignored: a client asking for a suffix or best_of gets told, instead of a plausible-looking
+// answer that silently lacks what it asked for. (response_format is response_format.h's.)
 //
 // Accepted without effect (they change nothing about the output): user, metadata, store,
 // service_tier, prompt_cache_key, safety_identifier, parallel_tool_calls: true,
-// response_format {"type": "text"}, modalities ["text"], echo: false, suffix "" and
+// modalities ["text"], echo: false, suffix "" and
 // best_of equal to n.
 #pragma once
 #include <nlohmann/json.hpp>

@@ -314,12 +314,11 @@ test('logit_bias: bans and forces tokens, deterministic, checked', async () => {
 });
 
 test('unsupported parameters are 400s naming them; echo works', async () => {
-  const reject = async (req, param, create = (r) => client.chat.completions.create(r)) => {
-    await assert.rejects(create(req), (e) => e.status === 400 && e.error?.param === param && /not supported|cannot be enforced/.test(e.message));
+  const reject = async (req, param, create = (r) => client.chat.completions.create(r), why = /not supported|cannot be enforced/) => {
+    await assert.rejects(create(req), (e) => e.status === 400 && e.error?.param === param && why.test(e.message));
   };
   const chat = { model: NAME, messages: user('Give me JSON'), max_tokens: 2, temperature: 0 };
-  await reject({ ...chat, response_format: { type: 'json_object' } }, 'response_format');
-  await reject({ ...chat, response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object' }, strict: true } } }, 'response_format');
+  await reject({ ...chat, response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'string', format: 'email' } } } }, 'response_format', undefined, /'format'/);
   const tools = [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: {} } } }];
   await reject({ ...chat, tools, tool_choice: 'required' }, 'tool_choice');
   await reject({ ...chat, tools, tool_choice: { type: 'function', function: { name: 'get_weather' } } }, 'tool_choice');
@@ -340,6 +339,62 @@ test('unsupported parameters are 400s naming them; echo works', async () => {
   assert.ok(s.chunks[0].choices[0].text.startsWith(comp.prompt));
   const ids = await client.completions.create({ model: NAME, prompt: [19923, 2058], max_tokens: 2, temperature: 0, echo: true });
   assert.ok(ids.choices[0].text.startsWith('Hello world'), ids.choices[0].text);
+});
+
+test('response_format: json_schema and json_object decode under a grammar', async () => {
+  const schema = {
+    type: 'object',
+    properties: {
+      answer: { enum: ['yes', 'no'] },
+      confidence: { type: 'number' },
+      tags: { type: 'array', items: { type: 'string', maxLength: 5 }, maxItems: 2 },
+      where: { $ref: '#/$defs/place' },
+    },
+    required: ['answer', 'confidence', 'tags', 'where'],
+    additionalProperties: false,
+    $defs: { place: { anyOf: [{ type: 'null' }, { type: 'object', properties: { city: { type: 'string', maxLength: 8 } }, required: ['city'] }] } },
+  };
+  const response_format = { type: 'json_schema', json_schema: { name: 'verdict', schema, strict: true } };
+  const shape = (text) => {
+    const v = JSON.parse(text);
+    assert.deepEqual(Object.keys(v), ['answer', 'confidence', 'tags', 'where']);
+    assert.ok(['yes', 'no'].includes(v.answer));
+    assert.equal(typeof v.confidence, 'number');
+    assert.ok(Array.isArray(v.tags) && v.tags.length <= 2 && v.tags.every((t) => typeof t === 'string'));
+    assert.ok(v.where === null || typeof v.where.city === 'string');
+  };
+  const base = { model: NAME, messages: user('Is it sunny? Answer in JSON.'), max_tokens: 300 };
+  for (const seed of [1, 2, 3]) {
+    const r = await client.chat.completions.create({ ...base, temperature: 1, seed, response_format });
+    assert.equal(r.choices[0].finish_reason, 'stop', r.choices[0].message.content);
+    shape(r.choices[0].message.content);
+    // streamed: the same text in pieces
+    const s = await collect(await client.chat.completions.create({ ...base, temperature: 1, seed, response_format, stream: true }));
+    assert.equal(s.content[0], r.choices[0].message.content);
+  }
+  // n choices each follow the grammar; so does /v1/completions (vLLM's extension)
+  const many = await client.chat.completions.create({ ...base, temperature: 1, seed: 9, n: 3, response_format });
+  for (const c of many.choices) shape(c.message.content);
+  const comp = await client.completions.create({ model: NAME, prompt: 'JSON:', max_tokens: 300, temperature: 1, seed: 4, response_format });
+  shape(comp.choices[0].text);
+  // json_object: any object. A bias toward '}' (allowed once the object may close) ends it early.
+  const close = (await raw('/tokenize', { body: JSON.stringify({ content: '}' }) })).json.tokens;
+  assert.equal(close.length, 1);
+  const obj = await client.chat.completions.create({ ...base, temperature: 0, response_format: { type: 'json_object' }, logit_bias: { [close[0]]: 100 } });
+  assert.equal(obj.choices[0].finish_reason, 'stop');
+  const parsed = JSON.parse(obj.choices[0].message.content);
+  assert.ok(parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed));
+  // bad schemas are named, and nothing was run for them
+  for (const [rf, why] of [
+    [{ type: 'json_schema', json_schema: { name: 'x', schema: { type: 'integer', minimum: 0 } } }, /'minimum'/],
+    [{ type: 'json_schema', json_schema: { name: 'x' } }, /schema/],
+    [{ type: 'json_schema', json_schema: { name: 'x', schema: { $ref: 'http://example.com/s.json' } } }, /within the document/],
+    [{ type: 'xml' }, /type/],
+  ]) {
+    const r = await raw('/v1/chat/completions', { body: JSON.stringify({ ...base, response_format: rf }) });
+    assertError(r, 400, 'response_format');
+    assert.match(r.json.error.message, why);
+  }
 });
 
 test('/tokenize and /detokenize (llama.cpp shapes)', async () => {

@@ -243,9 +243,10 @@ TEST(OpenAIRequest, UnsupportedFieldsAreNamedNotIgnored) {
     const char* code;  // "" = a plain invalid value
   };
   for (const Case& c : std::vector<Case>{
-           {R"("response_format":{"type":"json_object"})", "response_format", "unsupported_value"},
-           {R"("response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{}}})", "response_format",
-            "unsupported_value"},
+           {R"("response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"string","format":"email"}}})",
+            "response_format", ""},
+           {R"("response_format":{"type":"json_schema","json_schema":{"name":"x"}})", "response_format", ""},
+           {R"("response_format":{"type":"json_schema","json_schema":{"schema":{"type":"strnig"}}})", "response_format", ""},
            {R"("response_format":{"type":"yaml"})", "response_format", ""},
            {R"("response_format":"json")", "response_format", ""},
            {R"("best_of":3,"n":2)", "best_of", "unsupported_value"},
@@ -280,6 +281,35 @@ TEST(OpenAIRequest, UnsupportedFieldsAreNamedNotIgnored) {
     EXPECT_NO_THROW(parse_completion_request(std::string(R"({"prompt":"x",)") + ok + "}", model_info())) << ok;
   }
   EXPECT_NO_THROW(parse_chat_request("{" + kHello + R"(,"echo":false})", model_info()));
+}
+
+TEST(OpenAIRequest, ResponseFormatBecomesTheGrammarsSchema) {
+  EXPECT_FALSE(parse_chat_request("{" + kHello + "}", model_info()).sampling.structured);
+  EXPECT_FALSE(parse_chat_request("{" + kHello + R"(,"response_format":{"type":"text"}})", model_info()).sampling.structured);
+  const auto obj = parse_chat_request("{" + kHello + R"(,"response_format":{"type":"json_object"}})", model_info());
+  ASSERT_TRUE(obj.sampling.structured);
+  EXPECT_EQ(obj.sampling.structured->json_schema, R"({"type":"object"})");
+  EXPECT_EQ(obj.sampling.structured->after_token, -1);
+  // The schema's own property order is kept: it is the order the output writes them in.
+  const auto sch = parse_completion_request(
+      R"({"prompt":"x","response_format":{"type":"json_schema","json_schema":{"name":"p","strict":true,
+          "schema":{"type":"object","properties":{"z":{"type":"integer"},"a":{"type":"string"}},"required":["z","a"]}}}})",
+      model_info());
+  ASSERT_TRUE(sch.sampling.structured);
+  EXPECT_EQ(sch.sampling.structured->json_schema,
+            R"({"type":"object","properties":{"z":{"type":"integer"},"a":{"type":"string"}},"required":["z","a"]})");
+  // With thinking on, the grammar starts after the reasoning's closing token, which must be one
+  // token (Qwen3's and DeepSeek-V4's tokenizers have it; the DeepSeek-V3 one of these tests not).
+  ASSERT_FALSE(tokenizer().token_to_id("</think>"));
+  ApiError t = chat_error("{" + kHello + R"(,"thinking":true,"response_format":{"type":"json_object"}})");
+  EXPECT_EQ(t.param, "response_format");
+  EXPECT_NE(std::string(t.what()).find("</think>"), std::string::npos) << t.what();
+  // A keyword that cannot be enforced is named.
+  ApiError e = chat_error("{" + kHello +
+                          R"(,"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","properties":{"n":{"type":"integer","minimum":3}}}}}})");
+  EXPECT_EQ(e.param, "response_format");
+  EXPECT_NE(std::string(e.what()).find("'minimum'"), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find("#/properties/n"), std::string::npos) << e.what();
 }
 
 TEST(OpenAIRequest, CompletionEcho) {

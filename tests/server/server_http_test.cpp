@@ -454,7 +454,9 @@ TEST_F(ServerHttp, EchoLogitBiasAndUnsupportedFields) {
   auto ev = sse(s->body);
   ASSERT_GE(ev.size(), 3u);
   EXPECT_EQ(ev[0]["choices"][0]["text"], "Hi therew0 ");
-  expect_error(post("/v1/chat/completions", kChat + R"(,"response_format":{"type":"json_object"}})"), 400, "response_format");
+  expect_error(post("/v1/chat/completions",
+                    kChat + R"(,"response_format":{"type":"json_schema","json_schema":{"schema":{"pattern":"a"}}}})"),
+               400, "response_format");
   expect_error(post("/v1/completions", R"({"prompt":"x","best_of":2})"), 400, "best_of");
   expect_error(post("/v1/chat/completions", kChat + R"(,"logit_bias":{"999999999":1}})"), 400, "logit_bias");
   EXPECT_EQ(engine_.submitted().size(), 2u);  // the refused ones never reached the engine
