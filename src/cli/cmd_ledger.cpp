@@ -200,7 +200,7 @@ LedgerChart chart_of(const std::vector<std::string>& sources, const Opts& o) {
   if (o.indexer_cache != "fp8") settings.push_back("indexer keys " + o.indexer_cache);
   if (o.mtp || o.spec_tokens > 0) settings.push_back("with the MTP block");
   if (o.spec_tokens > 0) settings.push_back(std::to_string(o.spec_tokens) + " draft tokens");
-  for (size_t i = 0; i < settings.size(); ++i) title += (i ? ", " : " (") + settings[i] + (i + 1 == settings.size() ? ")" : "");
+  for (size_t i = 0; i < settings.size(); ++i) title += (i ? ", " : "; ") + settings[i];
   chart.title = title;
   for (const auto& c : configs) {
     LedgerSeries s;

@@ -123,7 +123,7 @@ void legend(std::string& o, const LedgerFrame& f, const std::vector<LegendRow>& 
   size_t longest = 0;
   for (const auto& r : rows) longest = std::max(longest, r.text.size());
   const double x = f.left + 12, y = f.top + 10, row = 18;
-  const double w = std::min(f.width - 24, 36 + 6.4 * double(longest)), h = 8 + row * double(rows.size());
+  const double w = std::min(f.width - 24, 40 + 7.0 * double(longest)), h = 8 + row * double(rows.size());
   o += "<g class=\"legend\" font-size=\"12\" fill=\"#222\">\n";
   o += "<rect x=\"" + num(x) + "\" y=\"" + num(y) + "\" width=\"" + num(w) + "\" height=\"" + num(h) +
        "\" fill=\"#ffffff\" fill-opacity=\"0.9\" stroke=\"#cccccc\"/>\n";
