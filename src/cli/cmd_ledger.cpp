@@ -265,11 +265,11 @@ AutoRegister reg([](CLI::App& app) {
   c->footer(
       "Several configs (--model and --config repeated, in any mix) are printed one after another\n"
       "(with --json: one array, each object naming its \"source\"), and drawn on one --svg chart.\n"
-      "The chart: memory per request (the whole-block bytes printed above) against context length\n"
+      "The chart: memory per request (the whole-block bytes the text prints) against context length\n"
       "on a log axis from 1K to the largest max_position_embeddings, one line per config, each up to\n"
       "its own maximum; for one config, stacked by cache kind. --context chooses the printed rows only.");
-  auto* m = c->add_option("--model", o->models, "checkpoint directory (repeat to compare several)");
-  auto* f = c->add_option("--config", o->configs, "a config.json file (repeat to compare several)");
+  auto* m = c->add_option("--model", o->models, "checkpoint directory (repeat to compare several)")->type_name("DIR");
+  auto* f = c->add_option("--config", o->configs, "a config.json file (repeat to compare several)")->type_name("FILE");
   c->add_option("--context", o->contexts, "tokens of context, one or more (default 131072 and 1048576 where the model reaches them)");
   c->add_option("--indexer-cache", o->indexer_cache, "indexer key storage: fp8 (132 B, default) or fp4 (68 B)")
       ->check(CLI::IsMember({"fp4", "fp8"}));
@@ -280,7 +280,8 @@ AutoRegister reg([](CLI::App& app) {
   c->add_option("--memory", o->memory, "a memory size (24G, 512M, 80GB): how many requests of each context fit");
   c->add_flag("--json", o->json, "print one JSON object (an array of them for several configs)");
   c->add_option("--svg", o->svg,
-                "also write a chart of memory per request against context length to FILE (self-contained SVG 1.1)");
+                "also write a chart of memory per request against context length to FILE (self-contained SVG 1.1)")
+      ->type_name("FILE");
   c->callback([o, c, m, f] {
     // One list in command-line order (the legend's order): CLI11 keeps each option's values
     // apart, but records every value's option in parse order.
