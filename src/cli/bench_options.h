@@ -20,6 +20,7 @@ struct BenchOptions {
   int64_t prefix_tokens = 0, suffix_tokens = 16;  // --prefix-tokens: prefix-cache hit vs cold TTFT
   std::string indexer_cache = "fp8";  // --indexer-cache: index key storage of the decode states
   std::vector<std::string> numerics;  // --numerics: the profiles to measure, one after another
+  std::string json_schema;            // --json-schema: structured output's cost (bench_structured.h)
 };
 
 // The machine's limits from the probes at the start (0 where --skip-probes).

@@ -1,5 +1,7 @@
 #include "cli/bench_report.h"
 
+#include "cli/bench_structured.h"
+
 #include <cstdio>
 #include <string>
 
@@ -91,6 +93,7 @@ void print_bench_run(const nlohmann::ordered_json& j, const BenchOptions& o, boo
                 c["first_token_identical"].get<bool>() ? "equals" : "DIFFERS FROM");
   }
   if (j.contains("speculative")) print_speculative(j["speculative"]);
+  if (j.contains("structured_output")) print_structured(j["structured_output"]);
 }
 
 void print_profiles_compared(const std::vector<nlohmann::ordered_json>& runs) {

@@ -6,6 +6,7 @@
 #include "cache/cache_map.h"
 #include "cache/pool.h"
 #include "cli/bench_engine.h"
+#include "cli/bench_structured.h"
 #include "cli/bench_profile.h"
 #include "core/error.h"
 #include "core/numerics.h"
@@ -146,6 +147,10 @@ nlohmann::ordered_json bench_run(const BenchOptions& o, const std::shared_ptr<co
   if (o.spec_tokens > 0) {
     auto tok = std::make_shared<const Tokenizer>(Tokenizer::load(o.model));
     j["speculative"] = bench_speculative(model, tok, o.spec_tokens, o.prompt_tokens, o.decode_tokens, o.spec_batches);
+  }
+  if (!o.json_schema.empty()) {
+    auto tok = std::make_shared<const Tokenizer>(Tokenizer::load(o.model));
+    j["structured_output"] = bench_structured(model, tok, o.json_schema, o.prompt_tokens, o.decode_tokens);
   }
   return j;
 }

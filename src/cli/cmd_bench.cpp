@@ -182,6 +182,9 @@ AutoRegister reg([](CLI::App& app) {
                  "also measure time to first token of a prompt sharing this many tokens with the previous one vs cold");
   c->add_option("--suffix-tokens", o->suffix_tokens, "unshared tokens after the --prefix-tokens prefix (default 16)");
   c->add_option("--spec-batches", o->spec_batches, "batch sizes for --spec-tokens (default 1 8)")->delimiter(',');
+  c->add_option("--json-schema", o->json_schema,
+                "also measure decoding under this JSON Schema's grammar at batch 1: step time vs free decoding, and "
+                "the grammar's own work per step (cold and warm)");
   add_numerics_option(*c, o->numerics);
   c->callback([o] { run_bench(*o); });
 });

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include <nlohmann/json.hpp>
 
@@ -111,6 +112,28 @@ TEST(Bench, ProfileOfBatchedDecodeSteps) {
     EXPECT_EQ(heads, 1) << b.dump();
     EXPECT_GT(b["profiled_ms_per_step"].get<double>(), 0.0);
   }
+}
+
+// --json-schema: the schema runs end in JSON of the schema, and the grammar's work is reported
+// (its numbers are the benchmark's, not checked here).
+TEST(Bench, StructuredOutputCostAgainstFreeDecoding) {
+  test::TinyCheckpoint tiny("bench_schema", 4);
+  const std::string schema = tiny.dir + "/schema.json";
+  std::ofstream(schema) << R"({"type":"object","properties":{"ok":{"type":"boolean"},"n":{"enum":[1,2,3]}},
+                               "required":["ok","n"]})";
+  auto r = run_strata("bench --model " + shell_quote(tiny.dir) +
+                      " --skip-probes --json --prompt-tokens 4 --decode-tokens 64 --json-schema " + shell_quote(schema));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out)["structured_output"];
+  EXPECT_TRUE(j["complete"].get<bool>()) << j.dump();
+  EXPECT_TRUE(j["output_parses"].get<bool>()) << j.dump();
+  EXPECT_GT(j["grammar_states"].get<int64_t>(), 0);
+  for (const char* k : {"cold_ms_per_step", "warm_ms_per_step", "warm_pct_of_free_step", "grammar_compile_ms"})
+    EXPECT_TRUE(j[k].is_number()) << k;
+  auto bad = run_strata("bench --model " + shell_quote(tiny.dir) +
+                        " --skip-probes --prompt-tokens 4 --decode-tokens 4 --json-schema " + shell_quote(tiny.dir + "/none.json"));
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.err.find("cannot read"), std::string::npos) << bad.err;
 }
 
 }  // namespace
