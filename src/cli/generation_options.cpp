@@ -1,6 +1,7 @@
 #include "cli/generation_options.h"
 
 #include <CLI/CLI.hpp>
+#include <random>
 
 #include "core/error.h"
 
@@ -17,7 +18,14 @@ SamplingParams GenerationOptions::sampling() const {
   p.frequency_penalty = frequency_penalty;
   p.max_tokens = max_tokens;
   p.stop = stop;
-  if (seed >= 0) p.seed = uint64_t(seed);
+  if (seed >= 0) {
+    p.seed = uint64_t(seed);
+  } else {
+    // No --seed: a random one, so that runs differ, as with vLLM and llama.cpp. (Without a seed
+    // the engine keys a request by its id, and a CLI run's only request is always id 1.)
+    std::random_device rd;
+    p.seed = uint64_t(rd()) << 32 | rd();
+  }
   p.validate();
   return p;
 }
@@ -32,7 +40,8 @@ void add_generation_options(CLI::App& c, GenerationOptions& o, double default_te
   c.add_option("--presence-penalty", o.presence_penalty, "OpenAI presence penalty");
   c.add_option("--frequency-penalty", o.frequency_penalty, "OpenAI frequency penalty");
   c.add_option("--max-tokens", o.max_tokens, "tokens to generate at most")->take_last();
-  c.add_option("--seed", o.seed, "random seed (same seed, same output)");
+  c.add_option("--seed", o.seed, "sampling seed: the same seed gives the same output; without one, each request draws a random seed "
+                "(temperature 0 is greedy and needs none)");
   c.add_option("--stop", o.stop, "stop string (repeatable)");
   c.add_flag("--speculative", o.speculative,
              "speculative decoding: the MTP block drafts, the model verifies (output unchanged)");
