@@ -91,7 +91,7 @@ nlohmann::ordered_json bench_structured(const std::shared_ptr<const models::Mode
   } catch (const nlohmann::json::exception& e) {
     throw Error("bench --json-schema: " + schema_file + " is not JSON: " + e.what());
   }
-  const StructuredOutput so{schema.dump(), -1};
+  const StructuredOutput so{.json_schema = schema.dump()};
   engine::EngineOptions eo;
   eo.max_running = 1;
   eo.max_context = prompt_tokens + decode_tokens + 1;

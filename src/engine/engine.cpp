@@ -32,6 +32,10 @@ namespace strata::engine {
 
 using Req = std::unique_ptr<RequestState>;
 
+static std::shared_ptr<const grammar::CompiledGrammar> compiled(grammar::GrammarCache& c, const StructuredOutput& so) {
+  return so.tool_calls.empty() ? c.get(so.json_schema) : c.get_tool_calls(so.tool_calls);
+}
+
 struct Engine::Impl {
   std::shared_ptr<const models::Model> model;
   std::shared_ptr<const Tokenizer> tok;
@@ -184,6 +188,7 @@ Engine::~Engine() { shutdown(false); }
 const models::Model& Engine::model() const { return *impl_->model; }
 const Tokenizer& Engine::tokenizer() const { return *impl_->tok; }
 int64_t Engine::max_context() const { return impl_->max_context; }
+const cache::CacheLayout& Engine::cache_layout() const { return impl_->layout; }
 
 uint64_t Engine::submit(Request r, EventCallback on_event) {
   auto& I = *impl_;
@@ -197,7 +202,7 @@ uint64_t Engine::submit(Request r, EventCallback on_event) {
   r.sampling.validate();
   // Compiled here, on the submitting thread (a cache hit for a schema seen before).
   std::shared_ptr<const grammar::CompiledGrammar> grammar;
-  if (r.sampling.structured) grammar = I.grammars->get(r.sampling.structured->json_schema);
+  if (r.sampling.structured) grammar = compiled(*I.grammars, *r.sampling.structured);
   if (n >= I.max_context)
     throw Error("prompt of " + std::to_string(n) + " tokens leaves no room in the context of " +
                 std::to_string(I.max_context) + " tokens");
@@ -307,7 +312,7 @@ uint64_t Engine::import_request(const std::string& path, EventCallback on_event)
   }
   auto req = std::make_unique<RequestState>(id, I.next_arrival++, std::move(snap), std::move(state), *I.tok,
                                             std::move(on_event));
-  if (const auto& so = req->sampler.params().structured) req->sampler.attach_grammar(I.grammars->get(so->json_schema));
+  if (const auto& so = req->sampler.params().structured) req->sampler.attach_grammar(compiled(*I.grammars, *so));
   if (I.drafter) req->draft_length.emplace(I.opt.spec_tokens);
   if (req->sampler.vocab_size() != vocab) throw Error(path + ": the snapshot's vocabulary does not fit this model");
   I.live_ids.insert(id);

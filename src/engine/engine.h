@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "cache/cache_spec.h"
 #include "engine/finish_reason.h"
 #include "engine/logprobs.h"
 #include "engine/sampling_params.h"
@@ -128,6 +129,9 @@ class Engine {
   const models::Model& model() const;
   const Tokenizer& tokenizer() const;
   int64_t max_context() const;
+  // Every request's cache specs, as the pool allocates them (the options' indexer-key format
+  // and draft slots included): what `strata ledger` counts for the same options.
+  const cache::CacheLayout& cache_layout() const;
 
  private:
   struct Impl;

@@ -67,7 +67,9 @@ void to_json(nlohmann::json& j, const SamplingParams& p) {
   if (p.seed) j["seed"] = *p.seed;
   if (p.logprobs) j["logprobs"] = *p.logprobs;
   if (p.structured)
-    j["structured_output"] = {{"json_schema", p.structured->json_schema}, {"after_token", p.structured->after_token}};
+    j["structured_output"] = {{"json_schema", p.structured->json_schema},
+                              {"tool_calls", p.structured->tool_calls},
+                              {"after_token", p.structured->after_token}};
 }
 
 void from_json(const nlohmann::json& j, SamplingParams& p) {
@@ -131,10 +133,17 @@ void from_json(const nlohmann::json& j, SamplingParams& p) {
   }
   if (auto v = field("logit_bias")) p.logit_bias = logit_bias_from_json(*v);
   if (auto v = field("structured_output")) {
-    if (!v->is_object() || !v->contains("json_schema") || !(*v)["json_schema"].is_string())
-      throw Error("structured_output must be an object with a string json_schema");
+    auto text = [&](const char* key) {
+      if (!v->contains(key)) return std::string();
+      if (!(*v)[key].is_string()) throw Error(std::string("structured_output.") + key + " must be a string");
+      return (*v)[key].get<std::string>();
+    };
+    if (!v->is_object()) throw Error("structured_output must be an object");
     StructuredOutput so;
-    so.json_schema = (*v)["json_schema"].get<std::string>();
+    so.json_schema = text("json_schema");
+    so.tool_calls = text("tool_calls");
+    if (so.json_schema.empty() == so.tool_calls.empty())
+      throw Error("structured_output needs exactly one of json_schema and tool_calls");
     if (v->contains("after_token")) {
       const int64_t t = get_integer((*v)["after_token"], "structured_output.after_token");
       if (t < -1 || t > INT32_MAX) throw Error("structured_output.after_token must be a token id or -1");

@@ -21,10 +21,12 @@ enum class LogprobsMode { raw, processed };
 
 inline constexpr int kMaxLogprobs = 20;
 
-// Structured output: the output must be a JSON text the schema accepts (grammar/json_schema.h).
-// The engine compiles the schema against its vocabulary and masks every step's logits.
+// Structured output: the output must be a JSON text the schema accepts (grammar/json_schema.h),
+// or tool calls in the chat format's markup (grammar/tool_call_grammar.h); exactly one is set.
+// The engine compiles it against its vocabulary and masks every step's logits.
 struct StructuredOutput {
   std::string json_schema;   // the schema's JSON text; {"type":"object"} is any JSON object
+  std::string tool_calls;    // a tool-call grammar's spec, JSON text
   int32_t after_token = -1;  // constrained only after this token (the end of a reasoning block)
   bool operator==(const StructuredOutput&) const = default;
 };

@@ -52,7 +52,9 @@ std::string Grammar::to_string() const {
       if (elems[rule_alts[r][a]].kind == Elem::Kind::end) out += " \"\"";
       for (uint32_t p = rule_alts[r][a]; elems[p].kind != Elem::Kind::end; ++p) {
         out += " ";
-        out += elems[p].kind == Elem::Kind::ref ? rule_names[elems[p].arg] : set_to_string(sets[elems[p].arg]);
+        out += elems[p].kind == Elem::Kind::ref     ? rule_names[elems[p].arg]
+               : elems[p].kind == Elem::Kind::token ? "<token " + std::to_string(elems[p].arg) + ">"
+                                                    : set_to_string(sets[elems[p].arg]);
       }
     }
     out += "\n";

@@ -25,9 +25,11 @@ struct ByteSet {
 };
 
 struct Elem {
-  enum class Kind : uint8_t { bytes, ref, end };
+  // token: one whole added token (a chat marker such as <tool_call>), which has no bytes the
+  // vocabulary trie could spell
+  enum class Kind : uint8_t { bytes, ref, end, token };
   Kind kind;
-  uint32_t arg;  // index into Grammar::sets (bytes) or rule id (ref); unused for end
+  uint32_t arg;  // index into Grammar::sets (bytes), rule id (ref), token id (token); unused for end
 };
 
 struct Grammar {
@@ -59,6 +61,7 @@ class GrammarBuilder {
   Elem set(const ByteSet& s);
   Elem byte(uint8_t b);
   Elem ref(uint32_t rule) const { return {Elem::Kind::ref, rule}; }
+  Elem token(int32_t id) const { return {Elem::Kind::token, uint32_t(id)}; }
   Seq literal(std::string_view text);
 
   // item{min,max} (max < 0: unbounded). `item` must not derive the empty string.

@@ -19,11 +19,14 @@ class GrammarCache {
  public:
   explicit GrammarCache(std::shared_ptr<const Tokenizer> tok, size_t capacity = 64);
 
-  // Compiles (or finds) the grammar of a JSON Schema text. Throws strata::Error for a schema
-  // that is not JSON or cannot be compiled (json_schema.h).
+  // Compiles (or finds) the grammar of a JSON Schema text, or of a tool-call spec
+  // (tool_call_grammar.h). Throws strata::Error for one that is not JSON or cannot be compiled.
   std::shared_ptr<const CompiledGrammar> get(const std::string& json_schema);
+  std::shared_ptr<const CompiledGrammar> get_tool_calls(const std::string& spec);
 
  private:
+  std::shared_ptr<const CompiledGrammar> get(const std::string& key, const std::string& text, bool tools);
+
   std::shared_ptr<const Tokenizer> tok_;
   size_t capacity_;
   std::mutex mu_;

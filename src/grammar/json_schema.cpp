@@ -20,16 +20,21 @@ const std::set<std::string> kHandled = {"type",       "enum",     "const",    "a
                                         "$ref",       "properties", "required", "additionalProperties",
                                         "items",      "minItems", "maxItems", "minLength", "maxLength"};
 
+}  // namespace
+
 class SchemaCompiler {
  public:
-  explicit SchemaCompiler(const json& root) : root_(root) { add_primitives(); }
+  explicit SchemaCompiler(GrammarBuilder& b) : b_(b) { add_primitives(); }
 
-  Grammar compile() {
-    const Elem top = schema(root_, "#", "root-value");
-    return b_.finish(b_.rule("root", {{top}}));
+  // The element of `root`'s JSON texts; its $refs resolve within `root`, which must outlive
+  // the grammar's building.
+  Elem compile(const json& root, const std::string& name) {
+    root_ = &root;
+    refs_.clear();
+    return schema(root, "#", name);
   }
 
-  Grammar any_object() { return b_.finish(b_.rule("root", {{ref(object_any_)}})); }
+  Elem any_object() const { return ref(object_any_); }
 
  private:
   Elem ref(uint32_t r) const { return b_.ref(r); }
@@ -194,10 +199,10 @@ class SchemaCompiler {
   Elem resolve(const std::string& target, const std::string& path) {
     if (auto it = refs_.find(target); it != refs_.end()) return ref(it->second);
     if (target.empty() || target[0] != '#') fail(path, "only '$ref' within the document ('#/...') is supported, not '" + target + "'");
-    const json* t = &root_;
+    const json* t = root_;
     if (target.size() > 1) {
       try {
-        t = &root_.at(json::json_pointer(target.substr(1)));
+        t = &root_->at(json::json_pointer(target.substr(1)));
       } catch (const std::exception&) {
         fail(path, "'$ref' '" + target + "' points at nothing in the document");
       }
@@ -310,20 +315,29 @@ class SchemaCompiler {
     return ref(value_);
   }
 
-  const json& root_;
-  GrammarBuilder b_;
+  const json* root_ = nullptr;
+  GrammarBuilder& b_;
   uint32_t ws_ = 0, char_ = 0, string_ = 0, integer_ = 0, number_ = 0, boolean_ = 0, null_ = 0, value_ = 0,
            object_any_ = 0, array_any_ = 0;
   std::map<std::string, uint32_t> refs_;
 };
 
-}  // namespace
+JsonSchemaRules::JsonSchemaRules(GrammarBuilder& b) : impl_(std::make_unique<SchemaCompiler>(b)) {}
+JsonSchemaRules::~JsonSchemaRules() = default;
+Elem JsonSchemaRules::value(const json& schema, const std::string& name) { return impl_->compile(schema, name); }
+Elem JsonSchemaRules::any_object() const { return impl_->any_object(); }
 
-Grammar grammar_from_json_schema(const json& schema) { return SchemaCompiler(schema).compile(); }
+Grammar grammar_from_json_schema(const json& schema) {
+  GrammarBuilder b;
+  JsonSchemaRules rules(b);
+  const Elem top = rules.value(schema, "root-value");
+  return b.finish(b.rule("root", {{top}}));
+}
 
 Grammar json_object_grammar() {
-  const json none = json::object();
-  return SchemaCompiler(none).any_object();
+  GrammarBuilder b;
+  JsonSchemaRules rules(b);
+  return b.finish(b.rule("root", {{rules.any_object()}}));
 }
 
 }  // namespace strata::grammar

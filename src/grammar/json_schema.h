@@ -14,11 +14,30 @@
 // a newline and up to 20 spaces or tabs; integers have at most 16 digits, fractions and
 // exponents at most 16 and 3. Strings are valid UTF-8 with JSON's escapes.
 #pragma once
+#include <memory>
+#include <string>
+
 #include <nlohmann/json_fwd.hpp>
 
 #include "grammar/grammar.h"
 
 namespace strata::grammar {
+
+class SchemaCompiler;
+
+// A schema's rules inside a grammar being built, for grammars that wrap JSON in other markup
+// (tool calls). Each value() schema's $refs resolve within that schema, which must outlive the
+// builder's finish().
+class JsonSchemaRules {
+ public:
+  explicit JsonSchemaRules(GrammarBuilder& b);
+  ~JsonSchemaRules();
+  Elem value(const nlohmann::ordered_json& schema, const std::string& name);
+  Elem any_object() const;
+
+ private:
+  std::unique_ptr<SchemaCompiler> impl_;
+};
 
 // Throws strata::Error ("...at #/properties/x: ...") for a schema it cannot compile.
 // The schema as ordered JSON: its properties' order is the order the output writes them in.

@@ -38,7 +38,7 @@ class Arena {
     const uint32_t pos = nodes_[size_t(id)].pos;
     const int32_t parent = nodes_[size_t(id)].parent;
     const Elem e = g_.elems[pos];
-    if (e.kind == Elem::Kind::bytes) {
+    if (e.kind == Elem::Kind::bytes || e.kind == Elem::Kind::token) {
       out.push_back(id);
     } else if (e.kind == Elem::Kind::end) {
       expand(parent, out);
@@ -58,13 +58,35 @@ class Arena {
     if (it != memo_.end()) return results_[it->second];
     std::vector<int32_t> out;
     const Node n = nodes_[size_t(id)];
-    if (g_.sets[g_.elems[n.pos].arg].has(b)) {
+    const Elem e = g_.elems[n.pos];
+    if (e.kind == Elem::Kind::bytes && g_.sets[e.arg].has(b)) {
       expand(intern(n.pos + 1, n.parent), out);
       normalize(out);
     }
     memo_.emplace(key, results_.size());
     results_.push_back(std::move(out));
     return results_.back();
+  }
+
+  // The terminal stacks after the whole added token `token`.
+  void advance_token(const std::vector<int32_t>& from, int32_t token, std::vector<int32_t>& to) {
+    to.clear();
+    for (int32_t id : from) {
+      if (id < 0) continue;
+      const Node n = nodes_[size_t(id)];
+      const Elem e = g_.elems[n.pos];
+      if (e.kind == Elem::Kind::token && int32_t(e.arg) == token) expand(intern(n.pos + 1, n.parent), to);
+    }
+    normalize(to);
+  }
+
+  // Added tokens a terminal stack may take next.
+  void tokens_next(const std::vector<int32_t>& from, std::vector<int32_t>& out) const {
+    for (int32_t id : from) {
+      if (id < 0) continue;
+      const Elem e = g_.elems[nodes_[size_t(id)].pos];
+      if (e.kind == Elem::Kind::token) out.push_back(int32_t(e.arg));
+    }
   }
 
   void advance(const std::vector<int32_t>& from, uint8_t b, std::vector<int32_t>& to) {
@@ -157,6 +179,15 @@ bool CompiledGrammar::advance(StackSet& state, std::string_view bytes) const {
   return true;
 }
 
+bool CompiledGrammar::advance_token(StackSet& state, int32_t token) const {
+  Arena ar(g_);
+  std::vector<int32_t> next;
+  ar.advance_token(ar.from_set(state), token, next);
+  if (next.empty()) return false;
+  state = ar.to_set(next);
+  return true;
+}
+
 std::shared_ptr<const TokenMask> CompiledGrammar::mask(const StackSet& state) const {
   const std::string key = state_key(state);
   {
@@ -187,6 +218,10 @@ std::shared_ptr<const TokenMask> CompiledGrammar::compute(const StackSet& state)
   Arena ar(g_);
   std::vector<std::vector<int32_t>> level(1, ar.from_set(state));
   m->complete = !level[0].empty() && level[0][0] == -1;
+  std::vector<int32_t> added;
+  ar.tokens_next(level[0], added);
+  for (int32_t t : added)
+    if (t >= 0 && t < vocab_->size()) m->bits[size_t(t) >> 6] |= uint64_t(1) << (t & 63);
   const auto& nodes = vocab_->nodes();
   const auto& toks = vocab_->node_tokens();
   for (size_t i = 1; i < nodes.size();) {
@@ -238,8 +273,10 @@ void Matcher::accept(int32_t token, std::span<const int32_t> eos_ids) {
     return;
   }
   if (std::find(eos_ids.begin(), eos_ids.end(), token) != eos_ids.end()) return;
-  const bool known = token >= 0 && token < g_->vocab().size() && g_->vocab().bytes(token);
-  if (!known || !g_->advance(state_, *g_->vocab().bytes(token)))
+  const bool in_vocab = token >= 0 && token < g_->vocab().size();
+  const bool ok = in_vocab && (g_->vocab().bytes(token) ? g_->advance(state_, *g_->vocab().bytes(token))
+                                                         : g_->advance_token(state_, token));
+  if (!ok)
     throw Error("structured output: token " + std::to_string(token) + " is not allowed by the grammar here");
 }
 

@@ -43,6 +43,8 @@ class CompiledGrammar {
   StackSet initial() const;
   // Advances the state over bytes; false (state unchanged) when the grammar rejects them.
   bool advance(StackSet& state, std::string_view bytes) const;
+  // The same for an added token (which has no bytes in the trie).
+  bool advance_token(StackSet& state, int32_t token) const;
   std::shared_ptr<const TokenMask> mask(const StackSet& state) const;
 
   struct Stats {

@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "server/api_error.h"
 #include "server/json_field.h"
+#include "server/forced_tool_call.h"
 #include "server/response_format.h"
 #include "server/unsupported_fields.h"
 #include "text/chat_format.h"
@@ -131,16 +132,6 @@ void normalize_content(ojson& msg, size_t i) {
   *it = text;
 }
 
-// Only response_format's JSON decodes under a grammar, not the chat format's tool-call syntax,
-// so the model may answer in prose: a forced tool call would be a promise the server cannot keep.
-ApiError tool_choice_not_enforced(const std::string& what) {
-  return unsupported_value("tool_choice", "'tool_choice': " + what +
-                                              " cannot be enforced: strata constrains response_format's JSON "
-                                              "but not the tool-call syntax, so the model may answer without "
-                                              "calling a tool. Use \"auto\" (the tools are in the prompt) and "
-                                              "check the reply for tool_calls.");
-}
-
 void check_effort(const std::string& e) {
   if (e != "minimal" && e != "low" && e != "medium" && e != "high" && e != "max")
     throw bad_request("'reasoning_effort' must be one of low, medium, high, max.", "reasoning_effort");
@@ -192,6 +183,9 @@ ApiRequest parse_chat_request(std::string_view body, const ModelInfo& m) {
         throw bad_request("Each tool must be {\"type\": \"function\", \"function\": {\"name\": ...}}.", "tools");
     if (!t->empty()) tools = *t;
   }
+  // A forced call ("required", or a named function) decodes under the tool-call grammar of
+  // the tools it may call (tool_call_grammar.h).
+  ojson forced = nullptr;
   if (const ojson* tc = field(j, "tool_choice")) {
     if (tc->is_string()) {
       std::string c = tc->get<std::string>();
@@ -200,16 +194,15 @@ ApiRequest parse_chat_request(std::string_view body, const ModelInfo& m) {
       if (c == "none") tools = nullptr;
       else if (c == "required" && tools.is_null())
         throw bad_request("'tool_choice' is required but no tools were given.", "tool_choice");
-      else if (c == "required") throw tool_choice_not_enforced("\"required\"");
+      else if (c == "required") forced = tools;
     } else if (tc->is_object()) {
       std::string name = tc->contains("function") && (*tc)["function"].is_object()
                              ? (*tc)["function"].value("name", "")
                              : std::string();
-      bool found = false;
       if (!tools.is_null())
-        for (const auto& tool : tools) found = found || tool["function"]["name"] == name;
-      if (!found) throw bad_request("'tool_choice' names a function that is not in 'tools'.", "tool_choice");
-      throw tool_choice_not_enforced("a named function");
+        for (const auto& tool : tools)
+          if (tool["function"]["name"] == name) forced = ojson::array({tool});
+      if (forced.is_null()) throw bad_request("'tool_choice' names a function that is not in 'tools'.", "tool_choice");
     } else {
       throw bad_request("'tool_choice' must be a string or an object.", "tool_choice");
     }
@@ -254,6 +247,12 @@ ApiRequest parse_chat_request(std::string_view body, const ModelInfo& m) {
   }
   r.thinking = m.chat_format->output_starts_in_reasoning(text, ro);
   r.sampling.structured = parse_response_format(j);
+  if (!forced.is_null()) {
+    if (r.sampling.structured)
+      throw unsupported_value("tool_choice", "'tool_choice' that forces a call cannot be combined with a JSON "
+                                             "'response_format': the output is either the calls or the JSON.");
+    r.sampling.structured = forced_tool_calls(forced, m.chat_format->tool_call_syntax());
+  }
   if (r.sampling.structured && r.thinking) start_after_reasoning(*r.sampling.structured, *m.tokenizer);
   r.prompts.push_back(m.tokenizer->encode(text));
   check_context(r, m, "messages", field(j, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens");

@@ -11,7 +11,8 @@
 //    value as `reasoning_effort`).
 //  - "chat_template_kwargs": passed to a chat template as variables.
 //  - "tools" / "tool_choice": "none" leaves the tools out of the prompt, "auto" puts them in;
-//    "required" and a named function are 400s (tool-call syntax is not decoded under a grammar).
+//    "required" and a named function also decode the output under the tool-call grammar
+//    (grammar/tool_call_grammar.h), so the reply is calls with schema-shaped arguments.
 //  - "response_format": json_object / json_schema decode under a grammar (response_format.h).
 // Fields strata does not act on are 400s naming them (unsupported_fields.h); "logit_bias" ids
 // are checked against the vocabulary here.

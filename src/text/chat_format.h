@@ -43,6 +43,9 @@ class ChatFormat {
  public:
   virtual ~ChatFormat() = default;
   virtual std::string name() const = 0;  // "deepseek_v4", "jinja"
+  // The markup its model writes tool calls in, as grammar/tool_call_grammar.h names it:
+  // "dsml" (DeepSeek-V4) or "hermes" (<tool_call> JSON blocks, what its parser reads).
+  virtual std::string tool_call_syntax() const = 0;
   // `tools`: null or an OpenAI tools array. Throws strata::Error for messages the format
   // cannot render (the template's raise_exception included).
   virtual std::string render(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,

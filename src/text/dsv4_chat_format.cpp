@@ -37,6 +37,7 @@ class Dsv4ChatFormat final : public ChatFormat {
  public:
   explicit Dsv4ChatFormat(EffortPrompts prompts) : prompts_(prompts) {}
   std::string name() const override { return "deepseek_v4"; }
+  std::string tool_call_syntax() const override { return "dsml"; }
 
   std::string render(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
                      const ChatRenderOptions& o) const override {

@@ -16,6 +16,7 @@ class JinjaChatFormat final : public ChatFormat {
   JinjaChatFormat(std::string_view template_source, nlohmann::ordered_json variables, std::string end_marker);
 
   std::string name() const override { return "jinja"; }
+  std::string tool_call_syntax() const override { return "hermes"; }
   std::string render(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
                      const ChatRenderOptions& o) const override;
   bool output_starts_in_reasoning(const std::string& prompt, const ChatRenderOptions& o) const override;

@@ -45,7 +45,7 @@ Request structured_request(uint64_t id, uint64_t seed) {
   r.sampling.temperature = 1.0;
   r.sampling.seed = seed;
   r.sampling.max_tokens = 400;
-  r.sampling.structured = StructuredOutput{kSchema, -1};
+  r.sampling.structured = StructuredOutput{.json_schema = kSchema};
   return r;
 }
 

@@ -182,6 +182,42 @@ test('chat: tools request and response shapes', async () => {
   assert.ok(none.usage.prompt_tokens < r.usage.prompt_tokens);  // tools left out of the prompt
 });
 
+test('chat: tool_choice required or named forces calls with schema-shaped arguments', async () => {
+  const tools = [
+    { type: 'function', function: { name: 'get_weather', description: 'Weather for a city',
+      parameters: { type: 'object', properties: { city: { enum: ['Oslo', 'Lima'] }, days: { type: 'integer' } }, required: ['city'] } } },
+    { type: 'function', function: { name: 'get_time' } },
+  ];
+  const req = { model: NAME, messages: user('Weather in Oslo?'), tools, max_tokens: 200, temperature: 1 };
+  const check = (c, names) => {
+    assert.equal(c.finish_reason, 'tool_calls', JSON.stringify(c.message));
+    assert.ok(c.message.tool_calls.length >= 1);
+    for (const t of c.message.tool_calls) {
+      assert.ok(names.includes(t.function.name), t.function.name);
+      const args = JSON.parse(t.function.arguments);
+      if (t.function.name === 'get_weather') {
+        assert.ok(['Oslo', 'Lima'].includes(args.city), t.function.arguments);
+        if ('days' in args) assert.ok(Number.isInteger(args.days));
+      } else {
+        assert.deepEqual(args, {});
+      }
+    }
+  };
+  for (const seed of [1, 2]) {
+    const r = await client.chat.completions.create({ ...req, seed, tool_choice: 'required' });
+    check(r.choices[0], ['get_weather', 'get_time']);
+    const s = await collect(await client.chat.completions.create({ ...req, seed, tool_choice: 'required', stream: true }));
+    assert.equal(s.finish[0], 'tool_calls');
+  }
+  const named = await client.chat.completions.create({ ...req, seed: 3, tool_choice: { type: 'function', function: { name: 'get_time' } } });
+  check(named.choices[0], ['get_time']);
+  // what the grammar cannot enforce is named
+  const bad = [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: { d: { type: 'string', format: 'date' } } } } }];
+  const r = await raw('/v1/chat/completions', { body: JSON.stringify({ ...req, tools: bad, tool_choice: 'required' }) });
+  assertError(r, 400, 'tool_choice');
+  assert.match(r.json.error.message, /'format'/);
+});
+
 test('chat: reasoning (thinking on) has reasoning_content', async () => {
   const r = await client.chat.completions.create({ model: NAME, messages: user('Think about 2+2'), max_tokens: 6, temperature: 0, thinking: true });
   assert.equal(typeof r.choices[0].message.reasoning_content, 'string');
@@ -320,8 +356,6 @@ test('unsupported parameters are 400s naming them; echo works', async () => {
   const chat = { model: NAME, messages: user('Give me JSON'), max_tokens: 2, temperature: 0 };
   await reject({ ...chat, response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'string', format: 'email' } } } }, 'response_format', undefined, /'format'/);
   const tools = [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: {} } } }];
-  await reject({ ...chat, tools, tool_choice: 'required' }, 'tool_choice');
-  await reject({ ...chat, tools, tool_choice: { type: 'function', function: { name: 'get_weather' } } }, 'tool_choice');
   const completions = (r) => client.completions.create(r);
   const comp = { model: NAME, prompt: 'Once upon a time', max_tokens: 3, temperature: 0 };
   await reject({ ...comp, best_of: 3 }, 'best_of', completions);

@@ -9,6 +9,8 @@
 namespace strata::server {
 namespace {
 
+using ojson = nlohmann::ordered_json;
+
 using test::model_info;
 using test::tokenizer;
 
@@ -151,14 +153,30 @@ TEST(OpenAIRequest, Tools) {
   EXPECT_EQ(parse_chat_request("{" + kHello + "," + tools + R"(,"tool_choice":"auto"})", model_info()).prompts[0], with);
   EXPECT_EQ(chat_error("{" + kHello + "," + tools + R"(,"tool_choice":{"type":"function","function":{"name":"nope"}}})").param, "tool_choice");
   EXPECT_EQ(chat_error("{" + kHello + R"(,"tool_choice":"required"})").param, "tool_choice");
-  // Forcing a call cannot be enforced without constrained decoding: said, not ignored.
-  for (const std::string choice : {R"("required")", R"({"type":"function","function":{"name":"get_weather"}})"}) {
-    ApiError e = chat_error("{" + kHello + "," + tools + R"(,"tool_choice":)" + choice + "}");
-    EXPECT_EQ(e.status, 400);
-    EXPECT_EQ(e.param, "tool_choice");
-    EXPECT_EQ(e.code, "unsupported_value");
-    EXPECT_NE(std::string(e.what()).find("cannot be enforced"), std::string::npos) << e.what();
-  }
+  // A forced call decodes under the tool-call grammar of the tools it may call; the prompt
+  // still has every tool.
+  const std::string two = R"("tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}},
+                                      {"type":"function","function":{"name":"get_time"}}])";
+  const auto req = parse_chat_request("{" + kHello + "," + two + R"(,"tool_choice":"required"})", model_info());
+  ASSERT_TRUE(req.sampling.structured);
+  EXPECT_TRUE(req.sampling.structured->json_schema.empty());
+  auto spec = ojson::parse(req.sampling.structured->tool_calls);
+  EXPECT_EQ(spec["syntax"], "dsml");
+  EXPECT_EQ(spec["tools"].size(), 2u);
+  const auto named = parse_chat_request(
+      "{" + kHello + "," + two + R"(,"tool_choice":{"type":"function","function":{"name":"get_time"}}})", model_info());
+  spec = ojson::parse(named.sampling.structured->tool_calls);
+  ASSERT_EQ(spec["tools"].size(), 1u);
+  EXPECT_EQ(spec["tools"][0]["function"]["name"], "get_time");
+  EXPECT_EQ(named.prompts[0], req.prompts[0]);
+  EXPECT_FALSE(parse_chat_request("{" + kHello + "," + two + R"(,"tool_choice":"auto"})", model_info()).sampling.structured);
+  // What the grammar cannot enforce, or a second constraint, is named.
+  const std::string bad = R"("tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"d":{"type":"string","format":"date"}}}}}])";
+  ApiError e = chat_error("{" + kHello + "," + bad + R"(,"tool_choice":"required"})");
+  EXPECT_EQ(e.param, "tool_choice");
+  EXPECT_NE(std::string(e.what()).find("'format'"), std::string::npos) << e.what();
+  ApiError both = chat_error("{" + kHello + "," + two + R"(,"tool_choice":"required","response_format":{"type":"json_object"}})");
+  EXPECT_EQ(both.param, "tool_choice");
   EXPECT_EQ(chat_error("{" + kHello + R"(,"tools":[{"type":"function"}]})").param, "tools");
   EXPECT_EQ(chat_error("{" + kHello + R"(,"tools":{}})").param, "tools");
   // assistant tool calls and tool results go through the encoding
