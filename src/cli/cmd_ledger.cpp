@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cache/layout_by_kind.h"
 #include "cli/commands.h"
 #include "cli/ledger_svg.h"
 #include "core/error.h"
@@ -211,13 +212,7 @@ LedgerChart chart_of(const std::vector<std::string>& sources, const Opts& o) {
     if (s.contexts.back() != c.max_pos) s.contexts.push_back(c.max_pos);
     for (int64_t n : s.contexts) s.bytes.push_back(c.layout.bytes_for(n));
     if (configs.size() == 1) {
-      std::map<std::string, cache::CacheLayout> kinds;
-      for (const auto& spec : c.layout.specs) {
-        cache::CacheLayout& k = kinds[cache::kind_name(spec.kind)];
-        k.block_tokens = c.layout.block_tokens;
-        k.specs.push_back(spec);
-      }
-      for (const auto& [name, k] : kinds) {
+      for (const auto& [name, k] : cache::layouts_by_kind(c.layout)) {
         LedgerKindSeries ks{name, {}};
         for (int64_t n : s.contexts) ks.bytes.push_back(k.bytes_for(n));
         s.kinds.push_back(std::move(ks));
