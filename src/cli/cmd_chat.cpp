@@ -1,14 +1,16 @@
 // `strata chat --model DIR [--thinking chat|high|max]`: an interactive conversation in the
 // model's own chat format (DeepSeek-V4's encoding, or the checkpoint's chat template). Reasoning is shown dimmed on a terminal, the answer plainly.
-// /reset starts over, /exit (or end of input) quits. Each turn is one request through the
-// serving engine, whose prefix cache keeps the conversation: a turn recomputes only the tokens
-// past the last block boundary of what it shares with the previous turns.
+// The commands, multi-line input and Ctrl-C are described in kUsage. Each turn is one request
+// through the serving engine, whose prefix cache keeps the conversation: a turn recomputes only
+// the tokens past the last block boundary of what it shares with the previous turns.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <iostream>
 
+#include "cli/chat_conversation.h"
+#include "cli/chat_input.h"
+#include "cli/chat_interrupt.h"
 #include "cli/commands.h"
 #include "cli/preload.h"
 #include "cli/generation_options.h"
@@ -28,6 +30,58 @@ struct ChatOpts {
   GenerationOptions gen;
 };
 
+// /help, and the end of --help. Ctrl-C keeps the partial reply, as llama.cpp's interactive mode
+// keeps the tokens already generated in its context (ollama drops them).
+constexpr const char* kUsage =
+    "Commands (alone on a line):\n"
+    "  /help          this list\n"
+    "  /save FILE     write the conversation to FILE: a JSON array of OpenAI-style messages\n"
+    "  /load FILE     replace the conversation with the one in FILE\n"
+    "  /reset         start over (the --system message stays)\n"
+    "  /exit, /quit   quit; so does Ctrl-D (end of input)\n"
+    "Multi-line messages: end a line with \\ to continue on the next one, or write \"\"\" alone\n"
+    "on the lines before and after the text.\n"
+    "Ctrl-C stops the reply being written; the part already written stays in the conversation.\n"
+    "At the prompt, Ctrl-C drops a message being typed; twice in a row, it quits.\n";
+
+// A command line: false when it asks to quit. Errors are one line, the conversation unchanged.
+bool run_command(const std::string& line, nlohmann::ordered_json& messages, const nlohmann::ordered_json& initial,
+                 const ChatFormat& format, const ChatRenderOptions& copt) {
+  const size_t name_end = line.find_first_of(" \t");
+  const std::string name = line.substr(0, name_end);
+  std::string arg = name_end == std::string::npos ? "" : line.substr(name_end);
+  arg.erase(0, arg.find_first_not_of(" \t"));
+  arg.erase(arg.find_last_not_of(" \t") + 1);
+  if (name == "/exit" || name == "/quit") return false;
+  if (name == "/help" || name == "/?") {
+    std::fputs(kUsage, stderr);
+  } else if (name == "/reset") {
+    messages = initial;
+    std::fputs("(the conversation starts over)\n", stderr);
+  } else if (name == "/save" || name == "/load") {
+    if (arg.empty()) {
+      std::fprintf(stderr, "(usage: %s FILE)\n", name.c_str());
+      return true;
+    }
+    try {
+      if (name == "/save") {
+        save_conversation(arg, messages);
+        std::fprintf(stderr, "(saved %zu messages to %s)\n", messages.size(), arg.c_str());
+      } else {
+        nlohmann::ordered_json loaded = load_conversation(arg);
+        format.render(loaded, nullptr, copt);  // the model's format accepts it, or says why not
+        messages = std::move(loaded);
+        std::fprintf(stderr, "(loaded %zu messages from %s)\n", messages.size(), arg.c_str());
+      }
+    } catch (const std::exception& e) {  // strata::Error, or a template's own complaint
+      std::fprintf(stderr, "(error: %s)\n", e.what());
+    }
+  } else {
+    std::fprintf(stderr, "(unknown command %s; /help lists the commands)\n", name.c_str());
+  }
+  return true;
+}
+
 void run_chat(const ChatOpts& o) {
   select_numerics(o.numerics, "chat");
   std::shared_ptr<const models::Model> model = models::load_model(o.model);
@@ -36,31 +90,47 @@ void run_chat(const ChatOpts& o) {
   const Tokenizer& tok = *tok_ptr;
   const std::unique_ptr<ChatFormat> format = load_chat_format(o.model, model->facts().model_type);
   const ChatRenderOptions copt = chat_options_for(o.thinking);
-  SamplingParams sp = o.gen.sampling();
+  o.gen.sampling();  // bad sampling options fail here, before the first turn
   const bool tty = ::isatty(1);
 
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
   if (!o.system.empty()) messages.push_back({{"role", "system"}, {"content", o.system}});
-  const size_t base = messages.size();
+  const nlohmann::ordered_json initial = messages;
   engine::EngineOptions eo;
   eo.max_running = 1;
   eo.max_queue = 1;
   eo.spec_tokens = o.gen.draft_tokens(model->facts().mtp_layers);
   engine::Engine eng(model, tok_ptr, eo);
   uint64_t turn = 0;
-  std::string line;
-  std::fprintf(stderr, "strata chat: numerics %s; /reset starts over, /exit quits\n",
+  // From here on Ctrl-C stops a reply instead of the process (while loading, it still quits).
+  const ChatInterrupt interrupt;
+  LineReader in(STDIN_FILENO, [] { return ChatInterrupt::take(); });
+  bool interrupted_at_prompt = false;  // the last thing typed was Ctrl-C
+  std::fprintf(stderr, "strata chat: numerics %s; /help lists the commands, /exit or Ctrl-D quits\n",
                std::string(numerics_name(active_numerics())).c_str());
   while (true) {
-    std::fprintf(stderr, "> ");
-    if (!std::getline(std::cin, line)) break;
-    if (line == "/exit" || line == "/quit") break;
-    if (line == "/reset") {
-      messages.erase(messages.begin() + long(base), messages.end());
+    const ChatInput input = read_message(in, [](bool continuation) { std::fputs(continuation ? "... " : "> ", stderr); });
+    if (input.status == InputStatus::eof) break;
+    if (input.status == InputStatus::interrupted) {
+      if (input.discarded) {
+        std::fputs("\n(message dropped)\n", stderr);
+        interrupted_at_prompt = false;
+      } else if (interrupted_at_prompt) {
+        std::fputs("\n", stderr);
+        break;
+      } else {
+        std::fputs("\n(/exit or Ctrl-D quits, as does Ctrl-C again)\n", stderr);
+        interrupted_at_prompt = true;
+      }
       continue;
     }
-    if (line.empty()) continue;
-    messages.push_back({{"role", "user"}, {"content", line}});
+    interrupted_at_prompt = false;
+    if (input.command) {
+      if (!run_command(input.text, messages, initial, *format, copt)) break;
+      continue;
+    }
+    if (input.text.empty()) continue;
+    messages.push_back({{"role", "user"}, {"content", input.text}});
     const std::string text = format->render(messages, nullptr, copt);
     std::vector<int32_t> prompt = tok.encode(text, /*add_special=*/false);
     const auto parser = format->parser(format->output_starts_in_reasoning(text, copt));
@@ -83,7 +153,7 @@ void run_chat(const ChatOpts& o) {
       }
       std::fflush(stdout);
     };
-    SamplingParams p = sp;
+    SamplingParams p = o.gen.sampling();  // without --seed, a fresh random seed each turn
     const int64_t room = eng.max_context() - int64_t(prompt.size());
     if (room < 1) {
       std::fprintf(stderr, "(the conversation has reached the context of %lld tokens; /reset to start over)\n",
@@ -98,7 +168,7 @@ void run_chat(const ChatOpts& o) {
     req.id = ++turn;
     auto stats = run_single_request(eng, std::move(req), [&](const engine::Event& ev) {
       show(parser->feed(ev.text));
-      return true;
+      return !ChatInterrupt::take();  // Ctrl-C: cancel; the reply so far is kept below
     });
     if (!stats.error.empty()) std::fprintf(stderr, "(error: %s)\n", stats.error.c_str());
     try {
@@ -130,6 +200,7 @@ AutoRegister reg([](CLI::App& app) {
   c->add_option("--thinking", o->thinking, "chat (no reasoning), high or max (reasoning effort)")
       ->check(CLI::IsMember({"chat", "high", "max"}));
   c->add_option("--system", o->system, "a system message");
+  c->footer(kUsage);
   add_generation_options(*c, o->gen, /*default_temperature=*/1.0);
   add_numerics_option(*c, o->numerics);
   c->callback([o] { run_chat(*o); });
