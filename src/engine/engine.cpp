@@ -6,6 +6,7 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <future>
@@ -36,6 +37,23 @@ static std::shared_ptr<const grammar::CompiledGrammar> compiled(grammar::Grammar
   return so.tool_calls.empty() ? c.get(so.json_schema) : c.get_tool_calls(so.tool_calls);
 }
 
+static RequestInfo info_of(const RequestState& r, bool running, const cache::CachePool& pool) {
+  RequestInfo i;
+  i.id = r.id;
+  i.running = running;
+  i.prompt_tokens = r.prompt_tokens;
+  i.generated_tokens = r.generated();
+  i.cached_prompt_tokens = r.cached_prompt_tokens;
+  i.max_tokens = r.sampler.params().max_tokens.value_or(0);
+  i.context_tokens = r.context();
+  if (r.in_pool)
+    i.cache_bytes = int64_t(r.pool.blocks.size()) * pool.block_stride() + (r.pool.slot >= 0 ? pool.slot_stride() : 0) +
+                    (r.pool.draft >= 0 ? pool.draft_stride() : 0);
+  i.age_seconds = std::chrono::duration<double>(RequestState::clock::now() - r.submitted).count();
+  i.structured = r.sampler.params().structured.has_value();
+  return i;
+}
+
 struct Engine::Impl {
   std::shared_ptr<const models::Model> model;
   std::shared_ptr<const Tokenizer> tok;
@@ -64,6 +82,8 @@ struct Engine::Impl {
   uint64_t next_id = 1;
   int64_t next_arrival = 0;
   EngineMetrics m;                         // counters and samples, under mu
+  std::vector<RequestInfo> running_info;   // the running requests after the last step, under mu
+  std::chrono::steady_clock::time_point running_info_at;
   std::mutex shutdown_mu;
   std::thread thread;
 
@@ -189,6 +209,16 @@ const models::Model& Engine::model() const { return *impl_->model; }
 const Tokenizer& Engine::tokenizer() const { return *impl_->tok; }
 int64_t Engine::max_context() const { return impl_->max_context; }
 const cache::CacheLayout& Engine::cache_layout() const { return impl_->layout; }
+
+std::vector<RequestInfo> Engine::requests() const {
+  auto& I = *impl_;
+  std::lock_guard lk(I.mu);
+  std::vector<RequestInfo> out = I.running_info;
+  const double since = std::chrono::duration<double>(RequestState::clock::now() - I.running_info_at).count();
+  for (auto& i : out) i.age_seconds += since;
+  for (const auto& r : I.waiting) out.push_back(info_of(*r, false, *I.pool));
+  return out;
+}
 
 uint64_t Engine::submit(Request r, EventCallback on_event) {
   auto& I = *impl_;
@@ -354,6 +384,9 @@ void Engine::Impl::finish(Req& r, Event ev, bool was_running) {
 
 // Cache bytes by kind held in the pool: the ledger's block-rounded figures.
 void Engine::Impl::publish_pool() {
+  std::vector<RequestInfo> infos;
+  for (const auto& r : running)
+    if (r) infos.push_back(info_of(*r, true, *pool));
   auto by_kind = pool->bytes_by_kind();
   const int64_t ckpts = prefix ? int64_t(prefix->size()) : 0, ckpt_blocks = prefix ? prefix->blocks_referenced() : 0;
   std::lock_guard lk(mu);
@@ -362,6 +395,8 @@ void Engine::Impl::publish_pool() {
   m.prefix_blocks = ckpt_blocks;
   m.running = int64_t(running.size());
   m.waiting = int64_t(waiting.size());
+  running_info = std::move(infos);
+  running_info_at = RequestState::clock::now();
 }
 
 // A request (new, or preempted earlier) gets its state: from the longest prefix checkpoint

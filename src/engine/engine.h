@@ -98,6 +98,18 @@ struct EngineMetrics {
   std::vector<double> ttft_seconds, itl_seconds;  // samples since the last metrics() call (for histograms)
 };
 
+// A waiting or running request as the server's introspection shows it (Engine::requests()).
+struct RequestInfo {
+  uint64_t id = 0;
+  bool running = false;          // else waiting (queued, or preempted back to the queue)
+  int64_t prompt_tokens = 0, generated_tokens = 0, cached_prompt_tokens = 0;
+  int64_t max_tokens = 0;
+  int64_t context_tokens = 0;    // tokens in its cache now
+  int64_t cache_bytes = 0;       // pool blocks, slot and draft unit it holds (shared blocks count in each)
+  double age_seconds = 0;        // since submit
+  bool structured = false;       // decoding under a grammar
+};
+
 class Engine {
  public:
   Engine(std::shared_ptr<const models::Model> model, std::shared_ptr<const Tokenizer> tokenizer, EngineOptions options);
@@ -129,6 +141,8 @@ class Engine {
   const models::Model& model() const;
   const Tokenizer& tokenizer() const;
   int64_t max_context() const;
+  // Every waiting and running request, by arrival (the running ones as of the last step).
+  std::vector<RequestInfo> requests() const;
   // Every request's cache specs, as the pool allocates them (the options' indexer-key format
   // and draft slots included): what `strata ledger` counts for the same options.
   const cache::CacheLayout& cache_layout() const;
