@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <sstream>
+#include <fstream>
 #include <cstdio>
 #include <filesystem>
 
@@ -25,8 +27,8 @@ namespace strata::cli {
 namespace {
 
 struct Opts {
-  std::string model, prompt, ids, thinking = "chat", numerics;
-  bool chat = false, print_ids = false;
+  std::string model, prompt, ids, thinking = "chat", numerics, json_schema;
+  bool chat = false, print_ids = false, json_object = false;
   GenerationOptions gen;
 };
 
@@ -41,7 +43,22 @@ bool random_weights(const std::string& dir) {
 void run_generate(const Opts& o) {
   if (o.prompt.empty() == o.ids.empty()) throw Error("generate needs exactly one of --prompt TEXT or --ids 1,2,3");
   if (o.chat && o.prompt.empty()) throw Error("--chat needs --prompt");
-  const SamplingParams sp = o.gen.sampling();
+  SamplingParams sp = o.gen.sampling();
+  if (!o.json_schema.empty()) {
+    std::ifstream in(o.json_schema);
+    if (!in) throw Error("--json-schema: cannot read " + o.json_schema);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    nlohmann::ordered_json schema;
+    try {
+      schema = nlohmann::ordered_json::parse(ss.str());
+    } catch (const nlohmann::json::exception& e) {
+      throw Error("--json-schema: " + o.json_schema + " is not JSON: " + e.what());
+    }
+    sp.structured = StructuredOutput{.json_schema = schema.dump()};
+  } else if (o.json_object) {
+    sp.structured = StructuredOutput{.json_schema = R"({"type":"object"})"};
+  }
   select_numerics(o.numerics, "generate");
   std::shared_ptr<const models::Model> model = models::load_model(o.model);
   preload_checkpoint(model->checkpoint(), o.model);  // a progress bar while a large checkpoint is read in
@@ -55,6 +72,12 @@ void run_generate(const Opts& o) {
       text = load_chat_format(o.model, model->facts().model_type)->render(messages, nullptr, chat_options_for(o.thinking));
     }
     prompt = tok.encode(text, /*add_special=*/!o.chat);
+    if (sp.structured && o.chat && o.thinking != "chat") {
+      // The reasoning is free; the JSON starts after it (as the server does).
+      const auto end = tok.token_to_id("</think>");
+      if (!end) throw Error("--json-schema with --thinking needs a single </think> token, which this tokenizer lacks");
+      sp.structured->after_token = *end;
+    }
     if (!o.chat && tok.bos_id() >= 0 && (prompt.empty() || prompt.front() != tok.bos_id()))
       prompt.insert(prompt.begin(), tok.bos_id());  // a plain prompt starts with BOS where the tokenizer has one
   } else {
@@ -119,6 +142,10 @@ AutoRegister reg([](CLI::App& app) {
   c->add_option("--thinking", o->thinking, "with --chat: chat (no reasoning), high or max")
       ->check(CLI::IsMember({"chat", "high", "max"}));
   c->add_flag("--print-ids", o->print_ids, "print generated token ids, one per line, instead of text");
+  auto* js = c->add_option("--json-schema", o->json_schema,
+                           "FILE: the output is a JSON text of this JSON Schema, decoded under its grammar "
+                           "(the keywords docs/server.md lists)");
+  c->add_flag("--json", o->json_object, "the output is one JSON object (decoded under a grammar)")->excludes(js);
   add_generation_options(*c, o->gen, /*default_temperature=*/0.0);
   add_numerics_option(*c, o->numerics);
   c->callback([o] { run_generate(*o); });
