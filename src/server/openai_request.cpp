@@ -1,5 +1,7 @@
 #include "server/openai_request.h"
 
+#include <random>
+
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -63,6 +65,12 @@ SamplingParams parse_sampling(const ojson& j, const char* max_tokens_field, cons
     std::string param = param_of(msg);
     if (param == "max_tokens") param = max_tokens_field;
     throw bad_request(msg, s.contains(param) || param == max_tokens_field ? param : "");
+  }
+  // No seed: a fresh random one, as vLLM and OpenAI sample (and as the CLI does); a client that
+  // wants the same text again sends a seed.
+  if (!p.seed) {
+    std::random_device rd;
+    p.seed = uint64_t(rd()) << 32 | rd();
   }
   // Here rather than in the engine, so that the client learns which field holds the bad id.
   for (const auto& [id, bias] : p.logit_bias)

@@ -58,8 +58,8 @@ struct ApiRequest {
   std::vector<std::string> prompt_texts;  // with echo: the text of each prompt
 
   size_t choices() const { return prompts.size() * size_t(n); }
-  // Choice c = prompt (c / n), sample (c % n). With a seed, sample j uses seed + j, so n > 1
-  // gives n different (reproducible) samples; without one the engine derives a seed per request.
+  // Choice c = prompt (c / n), sample (c % n). Sample j uses seed + j, so n > 1 gives n
+  // different samples; without a seed in the request the seed is a random one.
   SamplingParams sampling_for(size_t choice) const;
   size_t prompt_of(size_t choice) const { return choice / size_t(n); }
 };

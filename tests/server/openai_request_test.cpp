@@ -201,7 +201,11 @@ TEST(OpenAIRequest, SamplingFieldsAndDerivedSeeds) {
   EXPECT_EQ(*r.sampling_for(2).seed, 44u);
   EXPECT_EQ(*r.sampling_for(1).logprobs, 2);
   ApiRequest u = parse_chat_request("{" + kHello + R"(,"n":2})", model_info());
-  EXPECT_FALSE(u.sampling_for(1).seed);  // the engine derives one per request
+  // Without a seed, a random one per request (two requests collide with probability 2^-64).
+  ASSERT_TRUE(u.sampling_for(1).seed);
+  EXPECT_EQ(*u.sampling_for(1).seed, *u.sampling_for(0).seed + 1);
+  EXPECT_NE(*parse_chat_request("{" + kHello + "}", model_info()).sampling.seed,
+            *parse_chat_request("{" + kHello + "}", model_info()).sampling.seed);
   EXPECT_FALSE(u.sampling_for(1).logprobs);
   ApiRequest s = parse_chat_request("{" + kHello + R"(,"stop":"END","max_completion_tokens":7})", model_info());
   EXPECT_EQ(s.sampling.stop, std::vector<std::string>{"END"});
