@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cache/cache_spec.h"
+#include "models/config_keys.h"
 
 namespace strata {
 class SafetensorsCheckpoint;
@@ -64,6 +65,8 @@ class ModelConfig {
  public:
   virtual ~ModelConfig() = default;
   virtual const ModelFacts& facts() const = 0;
+  // How config.json was read: each optional key's value in force and its source.
+  virtual const ConfigKeys& config_keys() const = 0;
 
   // Every layer's cache specs (main layers, then the MTP block's with o.include_mtp).
   virtual cache::CacheLayout cache_layout(const CacheOptions& o = {}) const = 0;

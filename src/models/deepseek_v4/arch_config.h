@@ -14,6 +14,7 @@ class ArchConfig final : public models::ModelConfig {
   const Config& config() const { return cfg_; }
 
   const models::ModelFacts& facts() const override { return facts_; }
+  const models::ConfigKeys& config_keys() const override { return cfg_.keys; }
   cache::CacheLayout cache_layout(const models::CacheOptions& o = {}) const override;
   std::vector<models::LedgerVariant> ledger_variants(const models::CacheOptions& o) const override;
   int64_t workspace_bytes(int64_t max_context, int64_t parts) const override;

@@ -107,90 +107,92 @@ void validate(const Config& c, const std::string& w) {
 Config parse_config(const json& j, const std::string& w) {
   if (!j.is_object()) throw Error(w + ": not a JSON object");
   Config c;
-  c.model_type = json_string(j, "model_type", w);
+  models::ConfigReader r(j, w, c.keys);
+  c.model_type = r.string("model_type");
   if (c.model_type != "deepseek_v4")
     throw Error(w + ": model_type '" + c.model_type + "' is not deepseek_v4");
+  r.metadata({"architectures"});
   if (j.contains("architectures") && j["architectures"].is_array())
     for (auto& a : j["architectures"])
       if (a.is_string()) c.architectures.push_back(a.get<std::string>());
-  c.attention_bias = json_bool_or(j, "attention_bias", c.attention_bias, w);
-  c.attention_dropout = json_number_or(j, "attention_dropout", c.attention_dropout, w);
-  c.bos_token_id = json_int_or(j, "bos_token_id", c.bos_token_id, w);
-  c.eos_token_id = json_int_or(j, "eos_token_id", c.eos_token_id, w);
-  c.hc_eps = json_number(j, "hc_eps", w);
-  c.hc_mult = json_int(j, "hc_mult", w);
-  c.hc_sinkhorn_iters = json_int(j, "hc_sinkhorn_iters", w);
-  c.head_dim = json_int(j, "head_dim", w);
-  c.hidden_act = json_string_or(j, "hidden_act", c.hidden_act, w);
-  c.hidden_size = json_int(j, "hidden_size", w);
-  c.index_head_dim = json_int(j, "index_head_dim", w);
-  c.index_n_heads = json_int(j, "index_n_heads", w);
-  c.index_topk = json_int(j, "index_topk", w);
-  c.initializer_range = json_number_or(j, "initializer_range", c.initializer_range, w);
-  c.max_position_embeddings = json_int(j, "max_position_embeddings", w);
-  c.moe_intermediate_size = json_int(j, "moe_intermediate_size", w);
-  c.n_routed_experts = json_int(j, "n_routed_experts", w);
-  c.n_shared_experts = json_int(j, "n_shared_experts", w);
-  c.norm_topk_prob = json_bool_or(j, "norm_topk_prob", c.norm_topk_prob, w);
-  c.num_attention_heads = json_int(j, "num_attention_heads", w);
-  c.num_experts_per_tok = json_int(j, "num_experts_per_tok", w);
-  c.num_hidden_layers = json_int(j, "num_hidden_layers", w);
-  c.num_hash_layers = json_int_or(j, "num_hash_layers", 0, w);
-  c.num_key_value_heads = json_int(j, "num_key_value_heads", w);
-  c.num_nextn_predict_layers = json_int_or(j, "num_nextn_predict_layers", 0, w);
-  c.o_groups = json_int(j, "o_groups", w);
-  c.o_lora_rank = json_int(j, "o_lora_rank", w);
-  c.q_lora_rank = json_int(j, "q_lora_rank", w);
-  c.qk_rope_head_dim = json_int(j, "qk_rope_head_dim", w);
-  if (j.contains("quantization_config") && !j["quantization_config"].is_null()) {
-    const json& q = j["quantization_config"];
-    const std::string qw = w + ": quantization_config";
-    if (!q.is_object()) throw Error(qw + " must be an object");
-    auto& qc = c.quantization_config;
-    qc.activation_scheme = json_string_or(q, "activation_scheme", qc.activation_scheme, qw);
-    qc.fmt = json_string_or(q, "fmt", qc.fmt, qw);
-    qc.quant_method = json_string_or(q, "quant_method", qc.quant_method, qw);
-    qc.scale_fmt = json_string_or(q, "scale_fmt", qc.scale_fmt, qw);
-    if (q.contains("weight_block_size")) {
-      const json& b = q["weight_block_size"];
-      if (!b.is_array() || b.size() != 2 || !b[0].is_number_integer() || !b[1].is_number_integer())
-        throw Error(qw + ": weight_block_size must be [rows, cols]");
-      qc.weight_block_rows = b[0].get<int64_t>();
-      qc.weight_block_cols = b[1].get<int64_t>();
-    }
+  // Kept to be written back by make-model; nothing computed depends on them.
+  c.attention_dropout = r.metadata_or("attention_dropout", c.attention_dropout);
+  c.bos_token_id = r.metadata_or("bos_token_id", c.bos_token_id);
+  c.initializer_range = r.metadata_or("initializer_range", c.initializer_range);
+  c.torch_dtype = r.metadata_or("torch_dtype", c.torch_dtype);
+  c.transformers_version = r.metadata_or("transformers_version", std::string());
+  c.use_cache = r.metadata_or("use_cache", true);
+
+  c.attention_bias = r.boolean_or("attention_bias", c.attention_bias);
+  c.eos_token_id = r.integer_or("eos_token_id", c.eos_token_id);
+  c.hc_eps = r.number("hc_eps");
+  c.hc_mult = r.integer("hc_mult");
+  c.hc_sinkhorn_iters = r.integer("hc_sinkhorn_iters");
+  c.head_dim = r.integer("head_dim");
+  c.hidden_act = r.string_or("hidden_act", c.hidden_act);
+  c.hidden_size = r.integer("hidden_size");
+  c.index_head_dim = r.integer("index_head_dim");
+  c.index_n_heads = r.integer("index_n_heads");
+  c.index_topk = r.integer("index_topk");
+  c.max_position_embeddings = r.integer("max_position_embeddings");
+  c.moe_intermediate_size = r.integer("moe_intermediate_size");
+  c.n_routed_experts = r.integer("n_routed_experts");
+  c.n_shared_experts = r.integer("n_shared_experts");
+  c.norm_topk_prob = r.boolean_or("norm_topk_prob", c.norm_topk_prob);
+  c.num_attention_heads = r.integer("num_attention_heads");
+  c.num_experts_per_tok = r.integer("num_experts_per_tok");
+  c.num_hidden_layers = r.integer("num_hidden_layers");
+  c.num_hash_layers = r.integer_or("num_hash_layers", 0);
+  c.num_key_value_heads = r.integer("num_key_value_heads");
+  c.num_nextn_predict_layers = r.integer_or("num_nextn_predict_layers", 0);
+  c.o_groups = r.integer("o_groups");
+  c.o_lora_rank = r.integer("o_lora_rank");
+  c.q_lora_rank = r.integer("q_lora_rank");
+  c.qk_rope_head_dim = r.integer("qk_rope_head_dim");
+  auto& qc = c.quantization_config;
+  const json qdefault = {{"fmt", qc.fmt}, {"scale_fmt", qc.scale_fmt},
+                         {"weight_block_size", {qc.weight_block_rows, qc.weight_block_cols}}};
+  if (auto q = r.optional_object("quantization_config", qdefault)) {
+    qc.activation_scheme = q->metadata_or("activation_scheme", qc.activation_scheme);
+    qc.quant_method = q->metadata_or("quant_method", qc.quant_method);
+    qc.fmt = q->string_or("fmt", qc.fmt);
+    qc.scale_fmt = q->string_or("scale_fmt", qc.scale_fmt);
+    const json b = q->get_or("weight_block_size", json::array({qc.weight_block_rows, qc.weight_block_cols}));
+    if (!b.is_array() || b.size() != 2 || !b[0].is_number_integer() || !b[1].is_number_integer())
+      throw Error(q->where() + ": weight_block_size must be [rows, cols]");
+    qc.weight_block_rows = b[0].get<int64_t>();
+    qc.weight_block_cols = b[1].get<int64_t>();
   }
-  c.rms_norm_eps = json_number(j, "rms_norm_eps", w);
-  if (j.contains("rope_scaling") && !j["rope_scaling"].is_null()) {
-    const json& r = j["rope_scaling"];
-    const std::string rw = w + ": rope_scaling";
-    if (!r.is_object()) throw Error(rw + " must be an object");
-    c.rope_scaling.type = json_string_or(r, "type", json_string_or(r, "rope_type", "yarn", rw), rw);
-    c.rope_scaling.factor = json_number(r, "factor", rw);
-    c.rope_scaling.original_max_position_embeddings = json_int(r, "original_max_position_embeddings", rw);
-    c.rope_scaling.beta_fast = json_number_or(r, "beta_fast", 32, rw);
-    c.rope_scaling.beta_slow = json_number_or(r, "beta_slow", 1, rw);
+  c.rms_norm_eps = r.number("rms_norm_eps");
+  // Absent: no YaRN anywhere.
+  if (auto rs = r.optional_object("rope_scaling", nullptr)) {
+    const bool renamed = !rs->has("type") && rs->has("rope_type");  // transformers' newer spelling
+    c.rope_scaling.type = rs->string_or(renamed ? "rope_type" : "type", "yarn");
+    rs->metadata({renamed ? "type" : "rope_type"});
+    c.rope_scaling.factor = rs->number("factor");
+    c.rope_scaling.original_max_position_embeddings = rs->integer("original_max_position_embeddings");
+    c.rope_scaling.beta_fast = rs->number_or("beta_fast", 32);
+    c.rope_scaling.beta_slow = rs->number_or("beta_slow", 1);
   } else {
     c.rope_scaling.factor = 1.0;
   }
-  c.rope_theta = json_number(j, "rope_theta", w);
-  c.routed_scaling_factor = json_number(j, "routed_scaling_factor", w);
-  c.scoring_func = json_string_or(j, "scoring_func", c.scoring_func, w);
-  c.sliding_window = json_int(j, "sliding_window", w);
-  c.swiglu_limit = json_number_or(j, "swiglu_limit", 0.0, w);
-  c.tie_word_embeddings = json_bool_or(j, "tie_word_embeddings", false, w);
-  c.topk_method = json_string_or(j, "topk_method", c.topk_method, w);
-  c.torch_dtype = json_string_or(j, "torch_dtype", c.torch_dtype, w);
-  c.transformers_version = json_string_or(j, "transformers_version", "", w);
-  c.use_cache = json_bool_or(j, "use_cache", true, w);
-  c.vocab_size = json_int(j, "vocab_size", w);
-  c.compress_rope_theta = json_number_or(j, "compress_rope_theta", 0.0, w);
-  if (!j.contains("compress_ratios") || !j["compress_ratios"].is_array())
+  c.rope_theta = r.number("rope_theta");
+  c.routed_scaling_factor = r.number("routed_scaling_factor");
+  c.scoring_func = r.string_or("scoring_func", c.scoring_func);
+  c.sliding_window = r.integer("sliding_window");
+  c.swiglu_limit = r.number_or("swiglu_limit", 0.0);
+  c.tie_word_embeddings = r.boolean_or("tie_word_embeddings", false);
+  c.topk_method = r.string_or("topk_method", c.topk_method);
+  c.vocab_size = r.integer("vocab_size");
+  c.compress_rope_theta = r.number_or("compress_rope_theta", 0.0);
+  if (!r.has("compress_ratios") || !j["compress_ratios"].is_array())
     throw Error(w + ": missing key 'compress_ratios' (a list, one entry per layer)");
-  for (auto& r : j["compress_ratios"]) {
-    if (!r.is_number_integer()) throw Error(w + ": compress_ratios must hold integers");
-    c.compress_ratios.push_back(r.get<int64_t>());
+  for (auto& x : r.get<json>("compress_ratios")) {
+    if (!x.is_number_integer()) throw Error(w + ": compress_ratios must hold integers");
+    c.compress_ratios.push_back(x.get<int64_t>());
   }
-  c.expert_dtype = json_string_or(j, "expert_dtype", "fp4", w);
+  c.expert_dtype = r.string_or("expert_dtype", "fp4");
+  c.keys.finish();
   if (c.tie_word_embeddings) throw Error(w + ": tie_word_embeddings must be false (V4 has its own head)");
   validate(c, w);
   return c;

@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/config_keys.h"
+
 namespace strata::dsv4 {
 
 struct RopeScaling {
@@ -81,6 +83,9 @@ struct Config {
   // Routed-expert storage: "fp4" (MXFP4) or "fp8". Pro's config names it; Flash's omits it and
   // the released checkpoints store FP4, so fp4 is the default.
   std::string expert_dtype = "fp4";
+  // How the file was read (empty for a config built in code): optional keys and their
+  // sources for `strata inspect`, unknown keys.
+  models::ConfigKeys keys;
 
   // --- derived ---
   int64_t n_layers_total() const { return num_hidden_layers + num_nextn_predict_layers; }
@@ -95,8 +100,9 @@ struct Config {
 };
 
 // Builds a Config from a parsed config.json; `where` names the source in errors. Throws
-// Error for a wrong model_type, missing or mistyped keys, and contradictions (list length,
-// ratios outside {0, 4, 128}, block sizes that do not divide the dims, ...).
+// Error for a wrong model_type, missing or mistyped keys, a misspelt setting, and
+// contradictions (list length, ratios outside {0, 4, 128}, block sizes that do not divide the
+// dims, ...). Other unknown keys: one warning line on stderr (models/config_keys.h).
 Config parse_config(const nlohmann::json& j, const std::string& where);
 // Reads DIR/config.json, or the file itself when given a path to a .json file.
 Config load_config(const std::string& dir_or_file);

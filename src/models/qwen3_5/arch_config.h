@@ -10,6 +10,7 @@ class ArchConfig final : public models::ModelConfig {
   explicit ArchConfig(Config c);
   const Config& config() const { return cfg_; }
   const models::ModelFacts& facts() const override { return facts_; }
+  const models::ConfigKeys& config_keys() const override { return cfg_.keys; }
   cache::CacheLayout cache_layout(const models::CacheOptions& o = {}) const override {
     return qwen35::cache_layout(cfg_, o);
   }

@@ -1,6 +1,6 @@
 #include "models/qwen3_5/config.h"
 
-#include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,66 +11,14 @@ using nlohmann::json;
 
 namespace {
 
-template <class T>
-bool take(const json& j, const char* key, T& out, const std::string& where, bool required) {
-  if (!j.contains(key) || j[key].is_null()) {
-    if (required) throw Error(where + ": missing key '" + key + "'");
-    return false;
-  }
-  try {
-    out = j.at(key).get<T>();
-  } catch (const json::exception&) {
-    throw Error(where + ": key '" + key + "' has the wrong type");
-  }
-  return true;
-}
-
 void require(bool ok, const std::string& where, const std::string& what) {
   if (!ok) throw Error(where + ": " + what);
 }
 
-// Keys a Qwen3.5 text config may hold: what the parser reads and what published configs and
-// transformers' config class carry besides.
-const std::vector<std::string>& known_text_keys() {
-  static const std::vector<std::string> k = {
-      "architectures", "attention_bias", "attention_dropout", "attn_output_gate", "bos_token_id",
-      "decoder_sparse_step", "dtype", "eos_token_id", "full_attention_interval", "head_dim", "hidden_act",
-      "hidden_size", "initializer_range", "intermediate_size", "layer_types", "linear_conv_kernel_dim",
-      "linear_key_head_dim", "linear_num_key_heads", "linear_num_value_heads", "linear_value_head_dim",
-      "mamba_ssm_dtype", "max_position_embeddings", "mlp_only_layers", "model_type", "moe_intermediate_size",
-      "mtp_num_hidden_layers", "mtp_use_dedicated_embeddings", "norm_topk_prob", "num_attention_heads",
-      "num_experts", "num_experts_per_tok", "num_hidden_layers", "num_key_value_heads", "output_router_logits",
-      "pad_token_id", "partial_rotary_factor", "rms_norm_eps", "rope_parameters", "rope_scaling", "rope_theta",
-      "rope_type", "router_aux_loss_coef", "shared_expert_intermediate_size", "strata_random_weights",
-      "tie_word_embeddings", "torch_dtype", "transformers_version", "use_cache", "vocab_size"};
-  return k;
-}
-
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> d(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) d[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = d[0];
-    d[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = d[j];
-      d[j] = std::min({d[j] + 1, d[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
-      diag = up;
-    }
-  }
-  return d[b.size()];
-}
-
-// A key one or two edits from a known one is a misspelling that would silently fall back to a
-// default: an error. Other unknown keys are left alone (configs carry many a tool's extras).
-void check_spelling(const json& t, const std::string& where) {
-  for (const auto& [key, value] : t.items()) {
-    const auto& known = known_text_keys();
-    if (key.size() < 5 || std::find(known.begin(), known.end(), key) != known.end()) continue;
-    for (const auto& k : known)
-      if (edit_distance(key, k) <= 2)
-        throw Error(where + ": unknown key '" + key + "' (did you mean '" + k + "'?)");
-  }
+// Legacy layouts name the RoPE variant in rope_scaling or rope_type; text positions use
+// default RoPE ("mrope" is default RoPE for text-only positions).
+void require_default_rope(const std::string& type, const std::string& where, const std::string& key) {
+  require(type == "default" || type == "mrope", where, key + " '" + type + "' (text positions use default RoPE)");
 }
 
 }  // namespace
@@ -84,94 +32,107 @@ int64_t Config::linear_layers() const {
 Config parse_config(const json& j, const std::string& where) {
   require(j.is_object(), where, "not a JSON object");
   Config c;
-  std::string top;
-  take(j, "model_type", top, where, false);
-  take(j, "architectures", c.architectures, where, false);
-  const json* t = &j;
-  std::string w = where;
-  if (top == "qwen3_5" || top == "qwen3_5_moe") {
-    require(j.contains("text_config") && j["text_config"].is_object(), where, "model_type " + top + " needs a text_config");
-    c.wrapper_type = top;
-    t = &j["text_config"];
-    w = where + " text_config";
+  models::ConfigReader top(j, where, c.keys);
+  const std::string wrapper = top.string("model_type");
+  c.architectures = top.metadata_or("architectures", c.architectures);
+  std::optional<models::ConfigReader> text;
+  if (wrapper == "qwen3_5" || wrapper == "qwen3_5_moe") {
+    require(j.contains("text_config") && j["text_config"].is_object(), where,
+            "model_type " + wrapper + " needs a text_config");
+    c.wrapper_type = wrapper;
+    text = top.object("text_config", true);
     c.has_vision = j.contains("vision_config") && j["vision_config"].is_object();
+    // The vision tower (its tensors are skipped) and the image/video placeholders.
+    top.metadata({"vision_config", "image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id"});
   }
-  take(*t, "model_type", c.model_type, w, true);
-  check_spelling(*t, w);
+  models::ConfigReader& t = text ? *text : top;
+  const std::string& w = t.where();
+  c.model_type = t.string("model_type");
   require(c.model_type == "qwen3_5_text" || c.model_type == "qwen3_5_moe_text", w,
           "model_type '" + c.model_type + "' is not qwen3_5_text or qwen3_5_moe_text");
   require(c.wrapper_type.empty() || (c.wrapper_type == "qwen3_5") == (c.model_type == "qwen3_5_text"), w,
           "text_config model_type " + c.model_type + " does not go with " + c.wrapper_type);
-  std::string act = "silu";
-  take(*t, "hidden_act", act, w, false);
+  // Training-time and routing-loss settings transformers' config class carries.
+  t.metadata({"decoder_sparse_step", "norm_topk_prob", "output_router_logits", "router_aux_loss_coef"});
+  const std::string act = t.string_or("hidden_act", "silu");
   require(act == "silu", w, "hidden_act '" + act + "' (only silu)");
-  bool gate = true;
-  take(*t, "attn_output_gate", gate, w, false);
-  require(gate, w, "attn_output_gate false (Qwen3.5's attention always splits q_proj into q | gate)");
-  bool bias = false;
-  take(*t, "attention_bias", bias, w, false);
-  require(!bias, w, "attention_bias true is not Qwen3.5's");
-  bool dedicated = false;
-  take(*t, "mtp_use_dedicated_embeddings", dedicated, w, false);
-  require(!dedicated, w, "mtp_use_dedicated_embeddings true is not supported");
-  std::string ssm = "float32";
-  take(*t, "mamba_ssm_dtype", ssm, w, false);
+  require(t.boolean_or("attn_output_gate", true), w,
+          "attn_output_gate false (Qwen3.5's attention always splits q_proj into q | gate)");
+  require(!t.boolean_or("attention_bias", false), w, "attention_bias true is not Qwen3.5's");
+  require(!t.boolean_or("mtp_use_dedicated_embeddings", false), w,
+          "mtp_use_dedicated_embeddings true is not supported");
+  const std::string ssm = t.string_or("mamba_ssm_dtype", "float32");
   require(ssm == "float32", w, "mamba_ssm_dtype '" + ssm + "' (the recurrent state is fp32)");
-  std::vector<int64_t> mlp_only;
-  take(*t, "mlp_only_layers", mlp_only, w, false);
-  require(mlp_only.empty(), w, "mlp_only_layers is not supported");
+  require(t.get_or("mlp_only_layers", std::vector<int64_t>{}).empty(), w, "mlp_only_layers is not supported");
 
-  take(*t, "vocab_size", c.vocab_size, w, true);
-  take(*t, "hidden_size", c.hidden_size, w, true);
-  take(*t, "num_hidden_layers", c.num_hidden_layers, w, true);
-  take(*t, "max_position_embeddings", c.max_position_embeddings, w, true);
-  take(*t, "rms_norm_eps", c.rms_norm_eps, w, false);
-  take(*t, "num_attention_heads", c.num_attention_heads, w, true);
-  take(*t, "num_key_value_heads", c.num_key_value_heads, w, true);
-  if (!take(*t, "head_dim", c.head_dim, w, false) && c.num_attention_heads > 0)
-    c.head_dim = c.hidden_size / c.num_attention_heads;
-  take(*t, "linear_num_key_heads", c.linear_num_key_heads, w, true);
-  take(*t, "linear_num_value_heads", c.linear_num_value_heads, w, true);
-  take(*t, "linear_key_head_dim", c.linear_key_head_dim, w, true);
-  take(*t, "linear_value_head_dim", c.linear_value_head_dim, w, true);
-  take(*t, "linear_conv_kernel_dim", c.linear_conv_kernel_dim, w, false);
-  take(*t, "mtp_num_hidden_layers", c.mtp_num_hidden_layers, w, false);
-  // RoPE: rope_parameters (the current layout), or the legacy top-level keys.
-  take(*t, "rope_theta", c.rope_theta, w, false);
-  take(*t, "partial_rotary_factor", c.partial_rotary_factor, w, false);
-  if (t->contains("rope_parameters") && !(*t)["rope_parameters"].is_null()) {
-    const json& rp = (*t)["rope_parameters"];
-    require(rp.is_object(), w, "rope_parameters must be an object");
-    std::string type = "default";
-    take(rp, "rope_type", type, w + " rope_parameters", false);
-    require(type == "default", w, "rope_parameters.rope_type '" + type + "' (text positions use default RoPE)");
-    take(rp, "rope_theta", c.rope_theta, w + " rope_parameters", false);
-    take(rp, "partial_rotary_factor", c.partial_rotary_factor, w + " rope_parameters", false);
-  }
-  if (!take(*t, "layer_types", c.layer_types, w, false)) {
-    int64_t every = 4;
-    take(*t, "full_attention_interval", every, w, false);
-    require(every > 0, w, "full_attention_interval must be positive");
-    for (int64_t l = 0; l < c.num_hidden_layers; ++l)
-      c.layer_types.push_back((l + 1) % every ? "linear_attention" : "full_attention");
-  }
-  if (c.model_type == "qwen3_5_moe_text") {
-    take(*t, "num_experts", c.num_experts, w, true);
-    take(*t, "num_experts_per_tok", c.num_experts_per_tok, w, true);
-    take(*t, "moe_intermediate_size", c.moe_intermediate_size, w, true);
-    take(*t, "shared_expert_intermediate_size", c.shared_expert_intermediate_size, w, true);
+  c.vocab_size = t.integer("vocab_size");
+  c.hidden_size = t.integer("hidden_size");
+  c.num_hidden_layers = t.integer("num_hidden_layers");
+  c.max_position_embeddings = t.integer("max_position_embeddings");
+  c.rms_norm_eps = t.number_or("rms_norm_eps", c.rms_norm_eps);
+  c.num_attention_heads = t.integer("num_attention_heads");
+  c.num_key_value_heads = t.integer("num_key_value_heads");
+  c.head_dim = t.integer_or("head_dim", c.num_attention_heads > 0 ? c.hidden_size / c.num_attention_heads : 0);
+  c.linear_num_key_heads = t.integer("linear_num_key_heads");
+  c.linear_num_value_heads = t.integer("linear_num_value_heads");
+  c.linear_key_head_dim = t.integer("linear_key_head_dim");
+  c.linear_value_head_dim = t.integer("linear_value_head_dim");
+  c.linear_conv_kernel_dim = t.integer_or("linear_conv_kernel_dim", c.linear_conv_kernel_dim);
+  c.mtp_num_hidden_layers = t.integer_or("mtp_num_hidden_layers", c.mtp_num_hidden_layers);
+  // RoPE: rope_parameters (the current layout, which then supersedes the legacy top-level
+  // keys), or the legacy keys.
+  if (auto rp = t.optional_object("rope_parameters", nullptr)) {
+    t.metadata({"rope_theta", "partial_rotary_factor"});
+    require_default_rope(rp->string_or("rope_type", "default"), w, "rope_parameters.rope_type");
+    rp->metadata({"mrope_interleaved", "mrope_section"});  // image/video positions
+    c.rope_theta = rp->number_or("rope_theta", c.rope_theta);
+    c.partial_rotary_factor = rp->number_or("partial_rotary_factor", c.partial_rotary_factor);
   } else {
-    take(*t, "intermediate_size", c.intermediate_size, w, true);
+    c.rope_theta = t.number_or("rope_theta", c.rope_theta);
+    c.partial_rotary_factor = t.number_or("partial_rotary_factor", c.partial_rotary_factor);
+  }
+  if (auto rs = t.optional_object("rope_scaling", nullptr)) {
+    const bool old = !rs->has("rope_type") && rs->has("type");
+    require_default_rope(rs->string_or(old ? "type" : "rope_type", "default"), w, "rope_scaling.rope_type");
+    rs->metadata({old ? "rope_type" : "type", "mrope_interleaved", "mrope_section"});
+  }
+  require_default_rope(t.string_or("rope_type", "default"), w, "rope_type");
+  // layer_types, else every full_attention_interval-th layer full attention.
+  int64_t every = 4;
+  if (t.has("layer_types")) t.metadata({"full_attention_interval"});
+  else every = t.integer_or("full_attention_interval", every);
+  require(every > 0, w, "full_attention_interval must be positive");
+  std::vector<std::string> by_interval;
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l)
+    by_interval.push_back((l + 1) % every ? "linear_attention" : "full_attention");
+  c.layer_types = t.get_or("layer_types", by_interval);
+  if (c.model_type == "qwen3_5_moe_text") {
+    c.num_experts = t.integer("num_experts");
+    c.num_experts_per_tok = t.integer("num_experts_per_tok");
+    c.moe_intermediate_size = t.integer("moe_intermediate_size");
+    c.shared_expert_intermediate_size = t.integer("shared_expert_intermediate_size");
+    t.metadata({"intermediate_size"});  // the dense MLP of mlp_only_layers, which must be empty
+  } else {
+    c.intermediate_size = t.integer("intermediate_size");
   }
   // tie_word_embeddings: the wrapper's, else the text config's.
-  if (!take(j, "tie_word_embeddings", c.tie_word_embeddings, where, false))
-    take(*t, "tie_word_embeddings", c.tie_word_embeddings, w, false);
-  if (t->contains("eos_token_id") && !(*t)["eos_token_id"].is_null()) {
-    const json& e = (*t)["eos_token_id"];
-    if (e.is_array()) take(*t, "eos_token_id", c.eos_token_ids, w, false);
-    else c.eos_token_ids.push_back(e.get<int64_t>());
+  if (text && top.has("tie_word_embeddings")) {
+    c.tie_word_embeddings = top.boolean_or("tie_word_embeddings", false);
+    t.metadata({"tie_word_embeddings"});
+  } else {
+    c.tie_word_embeddings = t.boolean_or("tie_word_embeddings", false);
+    if (text) top.metadata({"tie_word_embeddings"});
   }
-  take(j, "strata_random_weights", c.strata_random_weights, where, false);
+  if (const json e = t.get_or<json>("eos_token_id", nullptr); !e.is_null()) {
+    try {
+      if (e.is_array()) c.eos_token_ids = e.get<std::vector<int64_t>>();
+      else c.eos_token_ids.push_back(e.get<int64_t>());
+    } catch (const json::exception&) {
+      throw Error(w + ": key 'eos_token_id' has the wrong type");
+    }
+  }
+  c.strata_random_weights = top.metadata_or("strata_random_weights", false);
+  c.keys.finish();
 
   auto pos = [&](int64_t v, const char* k) { require(v > 0, w, std::string(k) + " must be positive"); };
   pos(c.vocab_size, "vocab_size");

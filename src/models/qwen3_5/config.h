@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cache/cache_spec.h"
+#include "models/config_keys.h"
 #include "models/model_config.h"
 
 namespace strata::qwen35 {
@@ -34,6 +35,8 @@ struct Config {
   int64_t mtp_num_hidden_layers = 0;
   std::vector<int64_t> eos_token_ids;
   bool strata_random_weights = false;
+  // How the file was read: optional keys and their sources for `strata inspect`, unknown keys.
+  models::ConfigKeys keys;
 
   bool moe() const { return num_experts > 0; }
   bool is_linear(int64_t layer) const { return layer_types.at(size_t(layer)) == "linear_attention"; }
@@ -45,8 +48,9 @@ struct Config {
   int64_t linear_layers() const;
 };
 
-// Throws Error naming the key for a missing, mistyped or contradictory value (layer_types
-// against num_hidden_layers, head counts that do not divide, an unsupported RoPE type ...).
+// Throws Error naming the key for a missing, mistyped, misspelt or contradictory value
+// (layer_types against num_hidden_layers, head counts that do not divide, an unsupported RoPE
+// type ...). Other unknown keys: one warning line on stderr (models/config_keys.h).
 Config parse_config(const nlohmann::json& j, const std::string& where);
 // The config as the published checkpoint writes it (the VLM wrapper around text_config).
 nlohmann::ordered_json to_json(const Config& c);
