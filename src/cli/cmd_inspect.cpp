@@ -1,7 +1,9 @@
 // `strata inspect --model DIR | --config FILE [--json]`: the model's own description
-// (architecture, layer schedule, parameter counts by component, bytes by dtype), and for a
-// checkpoint the result of the tensor check.
+// (architecture, layer schedule, parameter counts by component, bytes by dtype), each optional
+// config.json key with the value in force and whether the file or a default gave it, and for
+// a checkpoint the result of the tensor check.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -29,6 +31,10 @@ AutoRegister reg([](CLI::App& app) {
     const std::string src = model.empty() ? config : model;
     const auto cfg = models::load_config(src);
     ordered_json j = cfg->describe();
+    ordered_json optional = ordered_json::array();
+    for (const auto& k : cfg->config_keys().optional())
+      optional.push_back({{"key", k.key}, {"value", k.value}, {"source", k.from_file ? "file" : "default"}});
+    j["optional_config_keys"] = optional;
     int rc = 0;
     if (!model.empty()) {
       auto ckpt = SafetensorsCheckpoint::open_dir(model);
@@ -41,6 +47,15 @@ AutoRegister reg([](CLI::App& app) {
       std::printf("%s\n", j.dump(2).c_str());
     } else {
       std::fputs(cfg->describe_text().c_str(), stdout);
+      std::printf("optional config keys:\n");
+      int width = 0;
+      for (const auto& k : j["optional_config_keys"]) width = std::max(width, int(k["key"].get<std::string>().size()));
+      for (const auto& k : j["optional_config_keys"]) {
+        std::string v = k["value"].dump();
+        if (v.size() > 40) v = v.substr(0, 37) + "...";  // a list of every layer's type: --json has it whole
+        std::printf("  %-*s %-40s %s\n", width, k["key"].get<std::string>().c_str(), v.c_str(),
+                    k["source"].get<std::string>().c_str());
+      }
       if (j.contains("checkpoint")) {
         const auto& k = j["checkpoint"];
         std::printf("checkpoint: %zu tensors, %s: %s\n", k["tensors"].get<size_t>(),

@@ -79,6 +79,7 @@ TEST(Inspect, MadeModelPassesAndACorruptShardFails) {
   EXPECT_NE(r.out.find("checkpoint check passed"), std::string::npos);
   r = run_strata("inspect --json --model " + shell_quote(dir));
   ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "");  // make-model's config.json holds no key strata does not read
   auto j = nlohmann::json::parse(r.out);
   EXPECT_TRUE(j["checkpoint"]["ok"].get<bool>());
   // truncate the last shard: opening names the file and the tensor that no longer fits
@@ -95,6 +96,59 @@ TEST(Inspect, MadeModelPassesAndACorruptShardFails) {
   r = run_strata("inspect --model " + shell_quote(dir));
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.err.find("missing"), std::string::npos) << r.err;
+  fs::remove_all(dir);
+}
+
+// The optional key's entry in `inspect --json`'s optional_config_keys, null if not listed.
+nlohmann::json optional_key(const nlohmann::json& j, const std::string& key) {
+  for (const auto& k : j["optional_config_keys"])
+    if (k["key"] == key) return k;
+  return nullptr;
+}
+
+TEST(Inspect, ListsOptionalConfigKeysWithValueAndSource) {
+  const std::string flash = shell_quote(kShared + "/models/deepseek-v4-flash/config.json");
+  auto r = run_strata("inspect --json --config " + flash);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(optional_key(j, "swiglu_limit"),
+            (nlohmann::json{{"key", "swiglu_limit"}, {"value", 10.0}, {"source", "file"}}));
+  // Flash's config omits expert_dtype (its experts are FP4); Pro's names it.
+  EXPECT_EQ(optional_key(j, "expert_dtype"),
+            (nlohmann::json{{"key", "expert_dtype"}, {"value", "fp4"}, {"source", "default"}}));
+  EXPECT_TRUE(optional_key(j, "hidden_size").is_null());  // required keys are not optional ones
+  r = run_strata("inspect --json --config " + shell_quote(kShared + "/models/deepseek-v4-pro/config.json"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(optional_key(nlohmann::json::parse(r.out), "expert_dtype")["source"], "file");
+  r = run_strata("inspect --config " + flash);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const size_t at = r.out.find("optional config keys:\n");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const size_t line = r.out.find("  expert_dtype ", at);
+  ASSERT_NE(line, std::string::npos) << r.out;
+  const std::string text = r.out.substr(line, r.out.find('\n', line) - line);
+  EXPECT_NE(text.find("\"fp4\""), std::string::npos) << text;
+  EXPECT_EQ(text.substr(text.size() - 7), "default") << text;
+}
+
+TEST(Inspect, UnknownConfigKeysWarnOnStderrAndAMisspeltSettingFails) {
+  const std::string dir = (fs::temp_directory_path() / ("strata_inspect_keys_" + std::to_string(::getpid()))).string();
+  fs::create_directories(dir);
+  auto j = nlohmann::json::parse(std::ifstream(kShared + "/models/deepseek-v4-flash/config.json"));
+  j["foo_bar_baz"] = 1;
+  std::ofstream(dir + "/config.json") << j.dump(2);
+  auto r = run_strata("inspect --json --config " + shell_quote(dir + "/config.json"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_FALSE(nlohmann::json::parse(r.out).empty());  // stdout stays one JSON object
+  EXPECT_EQ(r.err, "strata: warning: " + dir + "/config.json: unknown keys ignored: 'foo_bar_baz'\n");
+  j.erase("foo_bar_baz");
+  j["rope_scalling"] = j["rope_scaling"];
+  j.erase("rope_scaling");
+  std::ofstream(dir + "/config.json") << j.dump(2);
+  r = run_strata("inspect --config " + shell_quote(dir + "/config.json"));
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("unknown key 'rope_scalling' (did you mean 'rope_scaling'?)"), std::string::npos) << r.err;
   fs::remove_all(dir);
 }
 
