@@ -7,6 +7,7 @@ pkgs=(
   g++ cmake ninja-build pkg-config make git ca-certificates ccache
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcpp-httplib-dev libpcre2-dev libcli11-dev
+  chromium  # headless, for the web chat page's test (tests/server/web_chat_test.cpp)
 )
 # Node.js and npm run the reference tokenizers and the OpenAI client in tests; a machine
 # that already has them (any version >= 18) keeps its own.
