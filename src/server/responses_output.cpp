@@ -27,12 +27,12 @@ ojson ResponseBuilder::message_item(const char* status) const {
   return {{"id", item_id_}, {"type", "message"}, {"status", status}, {"role", "assistant"}, {"content", content}};
 }
 
-ojson ResponseBuilder::reasoning_item() const {
+ojson ResponseBuilder::reasoning_item(const char* status) const {
   return {{"id", item_id_},
           {"type", "reasoning"},
           {"summary", ojson::array()},
           {"content", ojson::array({{{"type", "reasoning_text"}, {"text", text_}}})},
-          {"status", "completed"}};
+          {"status", status}};
 }
 
 std::string ResponseBuilder::open(Open kind) {
@@ -57,7 +57,9 @@ std::string ResponseBuilder::close() {
   if (open_ == Open::none) return {};
   const bool msg = open_ == Open::message;
   const size_t index = output_.size();
-  ojson item = msg ? message_item(status_ == "incomplete" ? "incomplete" : "completed") : reasoning_item();
+  // An item still open when the length limit ends the response is cut too.
+  const char* status = status_ == "incomplete" ? "incomplete" : "completed";
+  ojson item = msg ? message_item(status) : reasoning_item(status);
   std::string out;
   if (msg)
     out += event("response.output_text.done", {{"item_id", item_id_}, {"output_index", index}, {"content_index", 0},

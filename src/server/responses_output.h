@@ -55,7 +55,7 @@ class ResponseBuilder {
   std::string open(Open kind);  // closes the open item first
   std::string close();
   ojson message_item(const char* status) const;
-  ojson reasoning_item() const;
+  ojson reasoning_item(const char* status) const;
 
   std::string id_, model_;
   int64_t created_at_;

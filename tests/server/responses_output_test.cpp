@@ -168,6 +168,7 @@ TEST(ResponsesOutput, ReasoningItemThenMessage) {
   EXPECT_EQ(rs["id"].get<std::string>().rfind("rs_", 0), 0u);
   EXPECT_EQ(rs["summary"], ojson::array());
   EXPECT_EQ(rs["content"], ojson::parse(R"([{"type":"reasoning_text","text":"Think hard."}])"));
+  EXPECT_EQ(rs["status"], "completed");
   EXPECT_EQ(resp["output"][1]["content"][0]["text"], "The answer.");
   EXPECT_EQ(resp["usage"]["output_tokens_details"]["reasoning_tokens"], 2);  // </think> itself excluded
   EXPECT_EQ(resp["usage"]["output_tokens"], 4);
@@ -226,6 +227,7 @@ TEST(ResponsesOutput, LengthLimitIsIncomplete) {
   check_stream(t);
   ASSERT_EQ(t.b.response()["output"].size(), 2u);
   EXPECT_EQ(t.b.response()["output"][0]["type"], "reasoning");
+  EXPECT_EQ(t.b.response()["output"][0]["status"], "incomplete");
   EXPECT_EQ(t.b.response()["output"][1]["content"][0]["text"], "");
   EXPECT_EQ(t.b.response()["usage"]["output_tokens_details"]["reasoning_tokens"], 2);
 }
