@@ -108,6 +108,7 @@ void run_serve(const ServeOpts& o) {
   so.model.tokenizer = tok.get();
   so.model.chat_format = chat_format.get();
   so.model.max_context = eng.max_context();
+  so.cache_layout = eng.cache_layout();
   so.model.vocab_size = std::min<int32_t>(tok->vocab_size(), int32_t(model->vocab_size()));
   server::Server srv(backend, so);
   const int port = srv.bind();

@@ -12,8 +12,10 @@
 #include "core/error.h"
 #include "core/numerics.h"
 #include "server/api_error.h"
+#include "server/ledger_endpoint.h"
 #include "server/openai_response.h"
 #include "server/tokenize_endpoint.h"
+#include "server/web_chat_page.h"
 
 namespace strata::server {
 namespace {
@@ -21,7 +23,7 @@ namespace {
 // Routes become metric labels; anything else is "other" so a scanner cannot grow the label set.
 std::string route_label(const std::string& path) {
   for (const char* r : {"/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/metrics", "/tokenize",
-                        "/detokenize"})
+                        "/detokenize", "/", "/v1/ledger"})
     if (path == r) return r;
   if (path.rfind("/v1/models/", 0) == 0) return "/v1/models/{id}";
   return "other";
@@ -146,6 +148,22 @@ void Server::install_routes() {
     if (req.matches[1] != opt_.model.id) return send_error(req, res, model_not_found(req.matches[1]));
     res.set_content(dump_json(model_json()), "application/json");
   });
+  s.Get("/v1/ledger", [this](const httplib::Request& req, httplib::Response& res) {
+    try {
+      std::optional<int64_t> at;
+      if (req.has_param("context")) at = parse_ledger_context(req.get_param_value("context"), opt_.model.max_context);
+      res.set_content(dump_json(ledger_json(opt_.model.id, opt_.cache_layout, opt_.model.max_context, at)),
+                      "application/json");
+    } catch (const ApiError& e) {
+      send_error(req, res, e);
+    }
+  });
+  // The web chat: a static page that holds no secret, so it is served without the API key (it
+  // asks for the key and sends it on the API calls, which still need it).
+  s.Get("/", [](const httplib::Request&, httplib::Response& res) {
+    for (auto& [k, v] : web_chat_headers()) res.set_header(k, v);
+    res.set_content(std::string(web_chat_page()), "text/html; charset=utf-8");
+  });
   s.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
     handle_completion(Endpoint::chat, req, res);
   });
@@ -209,7 +227,8 @@ bool Server::pre_route(const httplib::Request& req, httplib::Response& res) {
       res.set_header(k, v);
     return true;
   }
-  const bool open = opt_.api_key.empty() || req.path == "/health" || (opt_.metrics_public && req.path == "/metrics");
+  const bool open = opt_.api_key.empty() || req.path == "/health" || (req.method == "GET" && req.path == "/") ||
+                    (opt_.metrics_public && req.path == "/metrics");
   if (open || authorized(req, opt_.api_key)) return false;
   send_error(req, res, unauthorized());
   return true;

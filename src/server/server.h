@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cache/cache_spec.h"
 #include "server/backend.h"
 #include "server/cors.h"
 #include "server/metrics_text.h"
@@ -41,6 +42,7 @@ struct ServerOptions {
   size_t max_body_bytes = 8u << 20;   // larger bodies are answered 413
   int http_threads = 64;              // handler threads: bounds concurrent connections served
   ModelInfo model;
+  cache::CacheLayout cache_layout;        // the engine's, per request: /v1/ledger's numbers
   std::vector<std::string> cors_origins;  // origins allowed to call from a browser, or "*"; none = CORS off
   bool metrics_public = false;            // /metrics without the API key (for a scraper)
   LogFormat log_format = LogFormat::text;  // the per-request log lines (request_log.h)

@@ -67,7 +67,7 @@ std::string_view web_chat_page() {
   aside { width: 360px; flex: none; overflow-y: auto; border-left: 1px solid var(--line); background: var(--panel); padding: 4px 14px 14px; }
   aside h2 { font-size: 14px; margin: 14px 0 6px; text-transform: uppercase; letter-spacing: 0.04em; color: var(--muted); }
   aside label { display: flex; align-items: center; justify-content: space-between; gap: 8px; margin: 6px 0; font-size: 14px; }
-  aside input[type="number"], aside input[type="password"] { width: 11em; font: inherit; padding: 3px 6px; border-radius: 6px; border: 1px solid var(--line); background: var(--bg); color: var(--text); }
+  aside input[type="number"], aside input[type="password"] { width: 12em; font: inherit; padding: 3px 6px; border-radius: 6px; border: 1px solid var(--line); background: var(--bg); color: var(--text); }
   dl { display: grid; grid-template-columns: auto 1fr; gap: 3px 12px; margin: 0; font-size: 14px; }
   dt { color: var(--muted); }
   dd { margin: 0; text-align: right; font-variant-numeric: tabular-nums; }
@@ -109,7 +109,7 @@ std::string_view web_chat_page() {
     <label>API key <input id="api-key" type="password" autocomplete="off" placeholder="none"></label>
     <label>Thinking <input id="thinking" type="checkbox"></label>
     <label>Temperature <input id="temperature" type="number" min="0" max="2" step="0.1" value="0.7"></label>
-    <label>Max tokens <input id="max-tokens" type="number" min="1" step="1" value="512" placeholder="rest of the context"></label>
+    <label>Max tokens <input id="max-tokens" type="number" min="1" step="1" value="512" placeholder="rest of context"></label>
 
     <h2>Server</h2>
     <dl id="stats">
