@@ -50,6 +50,7 @@ class EngineBackend final : public server::Backend {
   uint64_t submit(engine::Request r, engine::EventCallback cb) override { return e_.submit(std::move(r), std::move(cb)); }
   void cancel(uint64_t id) override { e_.cancel(id); }
   engine::EngineMetrics metrics() override { return e_.metrics(); }
+  std::vector<engine::RequestInfo> requests() override { return e_.requests(); }
 
  private:
   engine::Engine& e_;

@@ -2,6 +2,7 @@
 // the routes are tested against a scripted double and served by the real engine (cmd_serve).
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "engine/engine.h"
 
@@ -14,6 +15,8 @@ class Backend {
   virtual uint64_t submit(engine::Request r, engine::EventCallback on_event) = 0;
   virtual void cancel(uint64_t request_id) = 0;
   virtual engine::EngineMetrics metrics() = 0;
+  // As engine::Engine::requests. A backend without an engine (a test double) has none.
+  virtual std::vector<engine::RequestInfo> requests() { return {}; }
 };
 
 }  // namespace strata::server

@@ -14,6 +14,7 @@
 #include "server/api_error.h"
 #include "server/ledger_endpoint.h"
 #include "server/openai_response.h"
+#include "server/requests_endpoint.h"
 #include "server/tokenize_endpoint.h"
 #include "server/web_chat_page.h"
 
@@ -23,7 +24,7 @@ namespace {
 // Routes become metric labels; anything else is "other" so a scanner cannot grow the label set.
 std::string route_label(const std::string& path) {
   for (const char* r : {"/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/metrics", "/tokenize",
-                        "/detokenize", "/", "/v1/ledger"})
+                        "/detokenize", "/requests", "/", "/v1/ledger"})
     if (path == r) return r;
   if (path.rfind("/v1/models/", 0) == 0) return "/v1/models/{id}";
   return "other";
@@ -183,6 +184,10 @@ void Server::install_routes() {
   };
   s.Post("/tokenize", tokenizer_route(tokenize_response));
   s.Post("/detokenize", tokenizer_route(detokenize_response));
+  // Introspection: what the engine is running and what waits, with the cache each request holds.
+  s.Get("/requests", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(dump_json(requests_json(backend_.requests())), "application/json");
+  });
 }
 
 std::shared_ptr<Server::Trace> Server::trace(const httplib::Request& req) {

@@ -82,6 +82,13 @@ class FakeEngine final : public Backend {
     m.pool_bytes_by_kind = {{"swa", 0}};
     return m;
   }
+  std::vector<engine::RequestInfo> requests() override {
+    engine::RequestInfo a, b;
+    a.id = 7, a.running = true, a.prompt_tokens = 12, a.generated_tokens = 3, a.cached_prompt_tokens = 8;
+    a.max_tokens = 16, a.context_tokens = 14, a.cache_bytes = 4096, a.age_seconds = 1.5, a.structured = true;
+    b.id = 9, b.prompt_tokens = 5, b.max_tokens = 4;
+    return {a, b};
+  }
   bool cancelled(uint64_t id) {
     std::lock_guard lk(mu_);
     return cancelled_.count(id) > 0;
@@ -239,6 +246,33 @@ TEST_F(ServerHttp, HealthModelsAndApiKey) {
   EXPECT_EQ(client().Get("/v1/models/tiny")->status, 200);
   expect_error(client().Get("/v1/models/other"), 404);
   expect_error(client().Get("/v1/nothing"), 404);
+}
+
+// GET /requests: the engine's running and waiting requests, behind the key.
+TEST_F(ServerHttp, RequestsListsRunningAndWaiting) {
+  expect_error(client(false).Get("/requests"), 401);
+  auto r = client().Get("/requests");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const ojson j = ojson::parse(r->body);
+  EXPECT_EQ(j["object"], "list");
+  EXPECT_EQ(j["running"], 1);
+  EXPECT_EQ(j["waiting"], 1);
+  ASSERT_EQ(j["data"].size(), 2u);
+  const ojson& a = j["data"][0];
+  EXPECT_EQ(a["id"], 7);
+  EXPECT_EQ(a["state"], "running");
+  EXPECT_EQ(a["prompt_tokens"], 12);
+  EXPECT_EQ(a["cached_prompt_tokens"], 8);
+  EXPECT_EQ(a["generated_tokens"], 3);
+  EXPECT_EQ(a["max_tokens"], 16);
+  EXPECT_EQ(a["context_tokens"], 14);
+  EXPECT_EQ(a["cache_bytes"], 4096);
+  EXPECT_DOUBLE_EQ(a["age_seconds"].get<double>(), 1.5);
+  EXPECT_EQ(a["structured_output"], true);
+  EXPECT_EQ(j["data"][1]["state"], "waiting");
+  EXPECT_EQ(j["data"][1]["cache_bytes"], 0);
+  expect_error(client().Post("/requests", "{}", "application/json"), 404);
 }
 
 // The process's numerics profile on each model object (a field OpenAI clients ignore) and as
