@@ -15,16 +15,19 @@
 #include "server/ledger_endpoint.h"
 #include "server/openai_response.h"
 #include "server/requests_endpoint.h"
+#include "server/responses_output.h"
+#include "server/responses_request.h"
 #include "server/tokenize_endpoint.h"
 #include "server/web_chat_page.h"
+#include "text/tokenizer.h"
 
 namespace strata::server {
 namespace {
 
 // Routes become metric labels; anything else is "other" so a scanner cannot grow the label set.
 std::string route_label(const std::string& path) {
-  for (const char* r : {"/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/metrics", "/tokenize",
-                        "/detokenize", "/requests", "/", "/v1/ledger"})
+  for (const char* r : {"/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/models", "/health",
+                        "/metrics", "/tokenize", "/detokenize", "/requests", "/", "/v1/ledger"})
     if (path == r) return r;
   if (path.rfind("/v1/models/", 0) == 0) return "/v1/models/{id}";
   return "other";
@@ -171,6 +174,9 @@ void Server::install_routes() {
   s.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
     handle_completion(Endpoint::completions, req, res);
   });
+  s.Post("/v1/responses", [this](const httplib::Request& req, httplib::Response& res) {
+    handle_responses(req, res);
+  });
   auto tokenizer_route = [this](auto respond) {
     return [this, respond](const httplib::Request& req, httplib::Response& res) {
       try {
@@ -275,7 +281,8 @@ void Server::log_request(const httplib::Request& req, const httplib::Response& r
     r.outcome = clean && x.done && res.status == 200 ? "ok" : cancelled && !x.done ? "cancelled" : "error";
     for (const auto& e : x.stream_errors)
       log_.error({r.id, r.method, r.path, 500, "server_error", "", "", e});
-  } else if (req.method == "POST" && (req.path == "/v1/chat/completions" || req.path == "/v1/completions")) {
+  } else if (req.method == "POST" && (req.path == "/v1/chat/completions" || req.path == "/v1/completions" ||
+                                      req.path == "/v1/responses")) {
     r.outcome = "error";
   }
   if (res.status >= 400) {
@@ -291,27 +298,23 @@ void Server::log_request(const httplib::Request& req, const httplib::Response& r
   log_.request(r);
 }
 
-void Server::handle_completion(Endpoint ep, const httplib::Request& req, httplib::Response& res) {
-  const std::shared_ptr<Trace> tr = trace(req);
-  ApiRequest r;
-  try {
-    if (shutting_down_) throw shutting_down_error();
-    r = ep == Endpoint::chat ? parse_chat_request(req.body, opt_.model) : parse_completion_request(req.body, opt_.model);
-  } catch (const ApiError& e) {
-    return send_error(req, res, e);
-  } catch (const std::exception& e) {  // e.g. the tokenizer rejecting something: still the client's input
-    return send_error(req, res, bad_request(e.what()));
-  }
-
+ResponseMeta Server::meta_for(const ApiRequest& r, const char* id_prefix) const {
   ResponseMeta meta;
-  meta.id = new_id(ep == Endpoint::chat ? "chatcmpl-" : "cmpl-");
+  meta.id = new_id(id_prefix);
   meta.model = r.model;
   meta.created = int64_t(std::time(nullptr));
-  meta.endpoint = ep;
+  meta.endpoint = r.endpoint;
   meta.chat_format = opt_.model.chat_format;
   meta.thinking = r.thinking;
   meta.top_logprobs = r.top_logprobs;
+  return meta;
+}
 
+// Submits a parsed request's choices; returns its Exchange and the function that releases it
+// (true: cancel what still runs), or no Exchange when the request was answered with an error.
+std::pair<std::shared_ptr<Server::Exchange>, std::function<void(bool)>> Server::start_exchange(
+    const ApiRequest& r, const ResponseMeta& meta, const httplib::Request& req, httplib::Response& res) {
+  const std::shared_ptr<Trace> tr = trace(req);
   auto ex = std::make_shared<Exchange>();
   tr->id = meta.id;
   tr->ex = ex;
@@ -354,20 +357,44 @@ void Server::handle_completion(Endpoint ep, const httplib::Request& req, httplib
   } catch (const engine::QueueFull&) {
     release(true);
     res.set_header("Retry-After", std::to_string(retry_after_.seconds()));
-    return send_error(req, res, queue_full());
+    send_error(req, res, queue_full());
+    return {};
   } catch (const std::exception& e) {
     release(true);
-    return send_error(req, res, shutting_down_ ? shutting_down_error() : bad_request(e.what()));
+    send_error(req, res, shutting_down_ ? shutting_down_error() : bad_request(e.what()));
+    return {};
   }
+  return {ex, release};
+}
+
+// A non-streaming answer: waits until every choice has finished, each event's delta to `on_delta`.
+void Server::wait_all(Exchange& x, const std::function<void(const engine::Event&, const ChoiceDelta&)>& on_delta) {
+  while (x.finished < x.choices.size()) {
+    for (auto& [c, e] : x.take(std::chrono::milliseconds(200))) {
+      if (!x.first_token && e.token >= 0) x.first_token = std::chrono::steady_clock::now();
+      ChoiceDelta d = x.choices[c].add(e);
+      if (on_delta) on_delta(e, d);
+      if (x.choices[c].finished()) ++x.finished;
+    }
+  }
+}
+
+void Server::handle_completion(Endpoint ep, const httplib::Request& req, httplib::Response& res) {
+  ApiRequest r;
+  try {
+    if (shutting_down_) throw shutting_down_error();
+    r = ep == Endpoint::chat ? parse_chat_request(req.body, opt_.model) : parse_completion_request(req.body, opt_.model);
+  } catch (const ApiError& e) {
+    return send_error(req, res, e);
+  } catch (const std::exception& e) {  // e.g. the tokenizer rejecting something: still the client's input
+    return send_error(req, res, bad_request(e.what()));
+  }
+  const ResponseMeta meta = meta_for(r, ep == Endpoint::chat ? "chatcmpl-" : "cmpl-");
+  auto [ex, release] = start_exchange(r, meta, req, res);
+  if (!ex) return;
 
   if (!r.stream) {
-    while (ex->finished < ex->choices.size()) {
-      for (auto& [c, e] : ex->take(std::chrono::milliseconds(200))) {
-        if (!ex->first_token && e.token >= 0) ex->first_token = std::chrono::steady_clock::now();
-        ex->choices[c].add(e);
-        if (ex->choices[c].finished()) ++ex->finished;
-      }
-    }
+    wait_all(*ex);
     release(false);
     int64_t prompt = 0, completion = 0, cached = 0;
     std::vector<ojson> choices;
@@ -439,6 +466,85 @@ bool Server::stream_step(Exchange& x, const ResponseMeta& meta, bool include_usa
     return true;
   }
   // Nothing new: an SSE comment, so that a client that has gone away is noticed.
+  if (out.empty()) out = ": keep-alive\n\n";
+  return sink.write(out.data(), out.size());
+}
+
+// POST /v1/responses: a chat request underneath (responses_request.h), answered as a response
+// object or its events (responses_output.h).
+void Server::handle_responses(const httplib::Request& req, httplib::Response& res) {
+  ResponsesRequest rr;
+  try {
+    if (shutting_down_) throw shutting_down_error();
+    rr = parse_responses_request(req.body, opt_.model);
+  } catch (const ApiError& e) {
+    return send_error(req, res, e);
+  } catch (const std::exception& e) {
+    return send_error(req, res, bad_request(e.what()));
+  }
+  const ResponseMeta meta = meta_for(rr.api, "resp_");
+  auto [ex, release] = start_exchange(rr.api, meta, req, res);
+  if (!ex) return;
+  const Tokenizer& tok = *opt_.model.tokenizer;
+  auto out = std::make_shared<ResponseBuilder>(meta.id, meta.model, meta.created, std::move(rr.settings),
+                                               rr.api.thinking, tok.token_to_id("<think>"), tok.token_to_id("</think>"));
+  if (!rr.api.stream) {
+    wait_all(*ex, [&](const engine::Event& e, const ChoiceDelta& d) { out->add(e.token, d); });
+    release(false);
+    const ChoiceBuilder& ch = ex->choices[0];
+    if (!ch.error().empty())
+      return send_error(req, res, ch.cancelled() && shutting_down_ ? shutting_down_error() : internal_error(ch.error()));
+    out->finish(ch.finish_reason(), ch.prompt_tokens(), ch.completion_tokens(), ch.cached_tokens());
+    res.set_content(dump_json(out->response()), "application/json");
+    ex->done = true;
+    return;
+  }
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [ex, out](size_t, httplib::DataSink& sink) {
+        try {
+          return responses_stream_step(*ex, *out, sink);
+        } catch (const std::exception& e) {
+          ex->stream_errors.push_back(e.what());
+          std::string s = out->fail(e.what());
+          sink.write(s.data(), s.size());
+          sink.done();
+          return true;
+        }
+      },
+      [release](bool success) { release(!success); });
+}
+
+// As stream_step, for a response's events: response.created first, then what each engine
+// event adds, and at the end response.completed / .incomplete (or the error and response.failed).
+bool Server::responses_stream_step(Exchange& x, ResponseBuilder& b, httplib::DataSink& sink) {
+  if (!x.started[0]) {
+    x.started[0] = true;
+    const std::string out = b.start();
+    return sink.write(out.data(), out.size());
+  }
+  std::string out;
+  for (auto& [c, e] : x.take(std::chrono::milliseconds(500))) {
+    if (!x.first_token && e.token >= 0) x.first_token = std::chrono::steady_clock::now();
+    auto& ch = x.choices[c];
+    ChoiceDelta d = ch.add(e);
+    if (ch.finished()) ++x.finished;
+    if (!ch.error().empty()) {
+      x.stream_errors.push_back(ch.error());
+      out += b.fail(ch.error());
+      continue;
+    }
+    out += b.add(e.token, d);
+  }
+  if (x.finished == x.choices.size()) {
+    const ChoiceBuilder& ch = x.choices[0];
+    if (ch.error().empty()) out += b.finish(ch.finish_reason(), ch.prompt_tokens(), ch.completion_tokens(), ch.cached_tokens());
+    if (!sink.write(out.data(), out.size())) return false;
+    sink.done();
+    x.done = true;
+    return true;
+  }
   if (out.empty()) out = ": keep-alive\n\n";
   return sink.write(out.data(), out.size());
 }

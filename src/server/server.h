@@ -9,10 +9,12 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "cache/cache_spec.h"
@@ -33,6 +35,8 @@ struct Response;
 namespace strata::server {
 
 struct ResponseMeta;
+struct ChoiceDelta;
+class ResponseBuilder;
 class ApiError;
 
 struct ServerOptions {
@@ -74,7 +78,16 @@ class Server {
   void log_request(const httplib::Request& req, const httplib::Response& res);
   std::shared_ptr<Trace> trace(const httplib::Request& req);
   void send_error(const httplib::Request& req, httplib::Response& res, const ApiError& e);
+  ResponseMeta meta_for(const ApiRequest& r, const char* id_prefix) const;
+  std::pair<std::shared_ptr<Exchange>, std::function<void(bool)>> start_exchange(const ApiRequest& r,
+                                                                                 const ResponseMeta& meta,
+                                                                                 const httplib::Request& req,
+                                                                                 httplib::Response& res);
+  static void wait_all(Exchange& ex,
+                       const std::function<void(const engine::Event&, const ChoiceDelta&)>& on_delta = nullptr);
   void handle_completion(Endpoint ep, const httplib::Request& req, httplib::Response& res);
+  void handle_responses(const httplib::Request& req, httplib::Response& res);
+  static bool responses_stream_step(Exchange& ex, ResponseBuilder& b, httplib::DataSink& sink);
   static bool stream_step(Exchange& ex, const ResponseMeta& meta, bool include_usage, size_t n,
                           httplib::DataSink& sink);
 

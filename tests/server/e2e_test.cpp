@@ -69,4 +69,23 @@ TEST(ServerEndToEnd, OpenAIClientAgainstStrataServe) {
   EXPECT_EQ(code, 0) << out;
 }
 
+TEST(ServerEndToEnd, ResponsesApiWithOpenAIClient) {
+  if (run_strata("serve --help").out.find("--api-key") == std::string::npos)
+    GTEST_SKIP() << "this strata binary has no serve command";
+  ASSERT_EQ(run_shell("node --version").first, 0) << "node is required";
+  const std::string src = STRATA_SOURCE_DIR;
+  ASSERT_TRUE(std::filesystem::exists(src + "/tests/server/npm/node_modules/openai/package.json"))
+      << "run scripts/setup.d/npm-openai.sh";
+  char tmpl[] = "/tmp/strata_e2e_resp_XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl, model = dir + "/flash-tiny";
+  auto made = run_strata("make-model --preset flash-tiny --seed 0 --out " + shell_quote(model));
+  ASSERT_EQ(made.code, 0) << made.err;
+  auto [code, out] = run_shell("cd " + shell_quote(src + "/tests/server") + " && STRATA_BINARY=" +
+                               shell_quote(std::filesystem::absolute(STRATA_BINARY).string()) + " STRATA_MODEL_DIR=" +
+                               shell_quote(model) + " timeout 300 node --test responses.test.mjs");
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(code, 0) << out;
+}
+
 }  // namespace
