@@ -1,12 +1,11 @@
 #include "server/openai_request.h"
 
-#include <random>
-
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "server/api_error.h"
 #include "server/json_field.h"
+#include "server/random_seed.h"
 #include "server/forced_tool_call.h"
 #include "server/response_format.h"
 #include "server/unsupported_fields.h"
@@ -66,12 +65,7 @@ SamplingParams parse_sampling(const ojson& j, const char* max_tokens_field, cons
     if (param == "max_tokens") param = max_tokens_field;
     throw bad_request(msg, s.contains(param) || param == max_tokens_field ? param : "");
   }
-  // No seed: a fresh random one, as vLLM and OpenAI sample (and as the CLI does); a client that
-  // wants the same text again sends a seed.
-  if (!p.seed) {
-    std::random_device rd;
-    p.seed = uint64_t(rd()) << 32 | rd();
-  }
+  if (!p.seed) p.seed = random_seed();
   // Here rather than in the engine, so that the client learns which field holds the bad id.
   for (const auto& [id, bias] : p.logit_bias)
     if (id >= m.vocab_size)

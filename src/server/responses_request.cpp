@@ -7,6 +7,7 @@
 #include "server/api_error.h"
 #include "server/forced_tool_call.h"
 #include "server/json_field.h"
+#include "server/random_seed.h"
 #include "server/response_format.h"
 #include "text/chat_format.h"
 #include "text/tokenizer.h"
@@ -323,6 +324,7 @@ SamplingParams sampling(const ojson& j) {
     const std::string first = msg.substr(0, msg.find_first_of(" '\""));
     throw bad_request(msg, first == "max_tokens" ? "max_output_tokens" : s.contains(first) ? first : "");
   }
+  if (!p.seed) p.seed = random_seed();
   return p;
 }
 
