@@ -3,14 +3,13 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
-#include <fstream>
 #include <mutex>
 #include <random>
-#include <sstream>
 
 #include "core/error.h"
 #include "engine/engine.h"
 #include "grammar/grammar_cache.h"
+#include "io/json_file.h"
 
 namespace strata::cli {
 namespace {
@@ -81,17 +80,7 @@ double replay(const std::shared_ptr<const grammar::CompiledGrammar>& g, const st
 nlohmann::ordered_json bench_structured(const std::shared_ptr<const models::Model>& model,
                                         const std::shared_ptr<const Tokenizer>& tok, const std::string& schema_file,
                                         int64_t prompt_tokens, int64_t decode_tokens) {
-  std::ifstream in(schema_file);
-  if (!in) throw Error("bench --json-schema: cannot read " + schema_file);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  nlohmann::ordered_json schema;
-  try {
-    schema = nlohmann::ordered_json::parse(ss.str());
-  } catch (const nlohmann::json::exception& e) {
-    throw Error("bench --json-schema: " + schema_file + " is not JSON: " + e.what());
-  }
-  const StructuredOutput so{.json_schema = schema.dump()};
+  const StructuredOutput so = StructuredOutput::schema(read_ordered_json_file(schema_file).dump());
   engine::EngineOptions eo;
   eo.max_running = 1;
   eo.max_context = prompt_tokens + decode_tokens + 1;
@@ -120,12 +109,7 @@ nlohmann::ordered_json bench_structured(const std::shared_ptr<const models::Mode
   const double free_step = std::min(free_a.step_s, free_b.step_s);
   const double schema_step = std::min(schema_a.step_s, schema_b.step_s);
   std::string text = tok->decode(schema_a.tokens, /*skip_special=*/true);
-  bool parses = false;
-  try {
-    (void)nlohmann::json::parse(text);
-    parses = true;
-  } catch (const nlohmann::json::exception&) {
-  }
+  const bool parses = nlohmann::json::accept(text);
   nlohmann::ordered_json j;
   j["schema_file"] = schema_file;
   j["tokens"] = schema_a.tokens.size();

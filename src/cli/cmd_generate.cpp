@@ -5,8 +5,6 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <sstream>
-#include <fstream>
 #include <cstdio>
 #include <filesystem>
 
@@ -45,19 +43,9 @@ void run_generate(const Opts& o) {
   if (o.chat && o.prompt.empty()) throw Error("--chat needs --prompt");
   SamplingParams sp = o.gen.sampling();
   if (!o.json_schema.empty()) {
-    std::ifstream in(o.json_schema);
-    if (!in) throw Error("--json-schema: cannot read " + o.json_schema);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    nlohmann::ordered_json schema;
-    try {
-      schema = nlohmann::ordered_json::parse(ss.str());
-    } catch (const nlohmann::json::exception& e) {
-      throw Error("--json-schema: " + o.json_schema + " is not JSON: " + e.what());
-    }
-    sp.structured = StructuredOutput{.json_schema = schema.dump()};
+    sp.structured = StructuredOutput::schema(read_ordered_json_file(o.json_schema).dump());
   } else if (o.json_object) {
-    sp.structured = StructuredOutput{.json_schema = R"({"type":"object"})"};
+    sp.structured = StructuredOutput::schema(R"({"type":"object"})");
   }
   select_numerics(o.numerics, "generate");
   std::shared_ptr<const models::Model> model = models::load_model(o.model);

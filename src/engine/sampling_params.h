@@ -29,6 +29,17 @@ struct StructuredOutput {
   std::string tool_calls;    // a tool-call grammar's spec, JSON text
   int32_t after_token = -1;  // constrained only after this token (the end of a reasoning block)
   bool operator==(const StructuredOutput&) const = default;
+
+  static StructuredOutput schema(std::string json_schema) {
+    StructuredOutput s;
+    s.json_schema = std::move(json_schema);
+    return s;
+  }
+  static StructuredOutput tool_call_spec(std::string spec) {
+    StructuredOutput s;
+    s.tool_calls = std::move(spec);
+    return s;
+  }
 };
 
 struct SamplingParams {

@@ -98,6 +98,26 @@ GrammarBuilder::Seq GrammarBuilder::literal(std::string_view text) {
 
 Elem GrammarBuilder::optional(const Seq& item, const std::string& name) { return ref(rule(name, {item, {}})); }
 
+std::vector<GrammarBuilder::Seq> GrammarBuilder::utf8_multibyte() {
+  auto range = [&](uint8_t lo, uint8_t hi) {
+    ByteSet s;
+    s.add_range(lo, hi);
+    return set(s);
+  };
+  ByteSet e1, f1;
+  e1.add_range(0xe1, 0xec);
+  e1.add_range(0xee, 0xef);
+  f1.add_range(0xf1, 0xf3);
+  const Elem C = range(0x80, 0xbf);
+  return {{range(0xc2, 0xdf), C},
+          {byte(0xe0), range(0xa0, 0xbf), C},
+          {set(e1), C, C},
+          {byte(0xed), range(0x80, 0x9f), C},
+          {byte(0xf0), range(0x90, 0xbf), C, C},
+          {set(f1), C, C, C},
+          {byte(0xf4), range(0x80, 0x8f), C, C}};
+}
+
 Elem GrammarBuilder::repeat(const Seq& item, int64_t min, int64_t max, const std::string& name) {
   if (min < 0 || (max >= 0 && max < min)) throw Error(name + ": a repetition needs 0 <= min <= max");
   Seq tail;

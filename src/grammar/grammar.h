@@ -69,6 +69,9 @@ class GrammarBuilder {
   // item (sep item){min-1,max-1}, or nothing when min == 0.
   Elem separated(const Seq& item, const Seq& sep, int64_t min, int64_t max, const std::string& name);
   Elem optional(const Seq& item, const std::string& name);
+  // The well-formed UTF-8 sequences of two to four bytes (no overlongs, no surrogates), one
+  // alternative each: with the single bytes a text allows, its character rule.
+  std::vector<Seq> utf8_multibyte();
 
   // Checks that every rule is defined and that none is left-recursive, then returns the grammar.
   Grammar finish(uint32_t root);

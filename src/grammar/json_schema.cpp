@@ -51,39 +51,27 @@ class SchemaCompiler {
     ws_ = b_.rule("ws", {{}, b_.literal(" "), {b_.byte('\n'), spaces}});
 
     // String characters: unescaped printable ASCII but '"' and '\', or a well-formed UTF-8
-    // sequence (no overlongs, no surrogates), or an escape.
-    ByteSet ascii, cont, c2, e1, f1, hex;
+    // sequence, or an escape.
+    ByteSet ascii, hex, esc;
     ascii.add_range(0x20, 0x7f);
     ascii.bits[0] &= ~(uint64_t(1) << '"');
     ascii.bits[1] &= ~(uint64_t(1) << ('\\' - 64));
-    cont.add_range(0x80, 0xbf);
-    c2.add_range(0xc2, 0xdf);
-    e1.add_range(0xe1, 0xec);
-    e1.add_range(0xee, 0xef);
-    f1.add_range(0xf1, 0xf3);
     hex.add_range('0', '9');
     hex.add_range('a', 'f');
     hex.add_range('A', 'F');
+    for (char c : std::string("\"\\/bfnrt")) esc.add(uint8_t(c));
+    std::vector<Seq> chars{{b_.set(ascii)}};
+    for (Seq& m : b_.utf8_multibyte()) chars.push_back(std::move(m));
+    chars.push_back({b_.byte('\\'), b_.set(esc)});
+    chars.push_back({b_.byte('\\'), b_.byte('u'), b_.set(hex), b_.set(hex), b_.set(hex), b_.set(hex)});
+    char_ = b_.rule("char", chars);
+    string_ = string_rule(0, -1, "string");
+
     auto range = [&](uint8_t lo, uint8_t hi) {
       ByteSet s;
       s.add_range(lo, hi);
       return b_.set(s);
     };
-    ByteSet esc;
-    for (char c : std::string("\"\\/bfnrt")) esc.add(uint8_t(c));
-    const Elem C = b_.set(cont);
-    char_ = b_.rule("char", {{b_.set(ascii)},
-                             {b_.set(c2), C},
-                             {b_.byte(0xe0), range(0xa0, 0xbf), C},
-                             {b_.set(e1), C, C},
-                             {b_.byte(0xed), range(0x80, 0x9f), C},
-                             {b_.byte(0xf0), range(0x90, 0xbf), C, C},
-                             {b_.set(f1), C, C, C},
-                             {b_.byte(0xf4), range(0x80, 0x8f), C, C},
-                             {b_.byte('\\'), b_.set(esc)},
-                             {b_.byte('\\'), b_.byte('u'), b_.set(hex), b_.set(hex), b_.set(hex), b_.set(hex)}});
-    string_ = string_rule(0, -1, "string");
-
     const Elem digit = range('0', '9');
     const Elem int_part = ref(b_.rule(
         "integral-part", {b_.literal("0"), {range('1', '9'), b_.repeat({digit}, 0, 15, "integral-digits")}}));

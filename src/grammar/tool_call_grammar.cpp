@@ -31,34 +31,17 @@ class ToolCallBuilder {
   // (that would start the closing tag).
   Elem raw_text() {
     if (raw_) return b_.ref(*raw_);
-    ByteSet ascii, cont, c2, e1, f1, not_slash;
+    ByteSet ascii, not_slash;
     ascii.add_range(0x20, 0x7f);
     ascii.add('\n');
     ascii.add('\t');
     ascii.add('\r');
     ascii.bits[0] &= ~(uint64_t(1) << '<');
-    cont.add_range(0x80, 0xbf);
-    c2.add_range(0xc2, 0xdf);
-    e1.add_range(0xe1, 0xec);
-    e1.add_range(0xee, 0xef);
-    f1.add_range(0xf1, 0xf3);
     not_slash = ascii;
     not_slash.bits[0] &= ~(uint64_t(1) << '/');
-    auto range = [&](uint8_t lo, uint8_t hi) {
-      ByteSet s;
-      s.add_range(lo, hi);
-      return b_.set(s);
-    };
-    const Elem C = b_.set(cont);
-    const uint32_t ch = b_.rule("raw-char", {{b_.set(ascii)},
-                                             {b_.byte('<'), b_.set(not_slash)},
-                                             {b_.set(c2), C},
-                                             {b_.byte(0xe0), range(0xa0, 0xbf), C},
-                                             {b_.set(e1), C, C},
-                                             {b_.byte(0xed), range(0x80, 0x9f), C},
-                                             {b_.byte(0xf0), range(0x90, 0xbf), C, C},
-                                             {b_.set(f1), C, C, C},
-                                             {b_.byte(0xf4), range(0x80, 0x8f), C, C}});
+    std::vector<Seq> chars{{b_.set(ascii)}, {b_.byte('<'), b_.set(not_slash)}};
+    for (Seq& m : b_.utf8_multibyte()) chars.push_back(std::move(m));
+    const uint32_t ch = b_.rule("raw-char", chars);
     raw_ = b_.repeat({b_.ref(ch)}, 0, -1, "raw-text").arg;
     return b_.ref(*raw_);
   }

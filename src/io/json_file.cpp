@@ -8,17 +8,23 @@
 namespace strata {
 using nlohmann::json;
 
-json read_json_file(const std::string& path) {
+namespace {
+template <class Json>
+Json parse_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw Error(path + ": cannot open");
   std::stringstream ss;
   ss << f.rdbuf();
   try {
-    return json::parse(ss.str());
+    return Json::parse(ss.str());
   } catch (const json::exception& e) {
     throw Error(path + ": not valid JSON: " + e.what());
   }
 }
+}  // namespace
+
+json read_json_file(const std::string& path) { return parse_file<json>(path); }
+nlohmann::ordered_json read_ordered_json_file(const std::string& path) { return parse_file<nlohmann::ordered_json>(path); }
 
 namespace {
 const json& need(const json& j, const char* key, const std::string& where) {

@@ -8,6 +8,8 @@ namespace strata {
 
 // Parses a JSON file; throws Error "<path>: ..." if unreadable or malformed.
 nlohmann::json read_json_file(const std::string& path);
+// The same keeping objects' key order (a JSON Schema's properties are written in that order).
+nlohmann::ordered_json read_ordered_json_file(const std::string& path);
 
 // Typed access to an object's key. `where` prefixes error messages (usually the file path).
 int64_t json_int(const nlohmann::json& j, const char* key, const std::string& where);

@@ -13,7 +13,7 @@ StructuredOutput forced_tool_calls(const nlohmann::ordered_json& tools, const st
   } catch (const Error& e) {
     throw bad_request(std::string("'tool_choice': the tools cannot be enforced: ") + e.what(), "tool_choice");
   }
-  return StructuredOutput{.tool_calls = spec.dump()};
+  return StructuredOutput::tool_call_spec(spec.dump());
 }
 
 }  // namespace strata::server

@@ -42,7 +42,7 @@ std::optional<StructuredOutput> from_format(const ojson& fmt, const std::string&
   } catch (const Error& e) {
     throw bad_request("'" + path + "': " + e.what(), param);
   }
-  return StructuredOutput{.json_schema = schema.dump()};
+  return StructuredOutput::schema(schema.dump());
 }
 
 }  // namespace

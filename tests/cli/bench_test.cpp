@@ -133,7 +133,7 @@ TEST(Bench, StructuredOutputCostAgainstFreeDecoding) {
   auto bad = run_strata("bench --model " + shell_quote(tiny.dir) +
                         " --skip-probes --prompt-tokens 4 --decode-tokens 4 --json-schema " + shell_quote(tiny.dir + "/none.json"));
   EXPECT_NE(bad.code, 0);
-  EXPECT_NE(bad.err.find("cannot read"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("cannot open"), std::string::npos) << bad.err;
 }
 
 }  // namespace

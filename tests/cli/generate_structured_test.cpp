@@ -36,7 +36,7 @@ TEST(GenerateStructured, OutputIsJsonOfTheSchema) {
   auto missing = run_strata("generate --model " + shell_quote(tiny.dir) + " --prompt x --json-schema " +
                             shell_quote(tiny.dir + "/none.json"));
   EXPECT_NE(missing.code, 0);
-  EXPECT_NE(missing.err.find("cannot read"), std::string::npos) << missing.err;
+  EXPECT_NE(missing.err.find("cannot open"), std::string::npos) << missing.err;
   auto both = run_strata("generate --model " + shell_quote(tiny.dir) + " --prompt x --json --json-schema " +
                          shell_quote(schema));
   EXPECT_NE(both.code, 0);
