@@ -66,7 +66,13 @@ TEST(RequestInfo, ListsRunningAndWaitingRequestsWithTheirCache) {
   EXPECT_GE(list[1].age_seconds, 0.0);
   looked.set_value();
   c.wait_all(3);
-  EXPECT_TRUE(eng.requests().empty());
+  // The list is published at the end of each step, just after the last events are delivered.
+  bool empty = false;
+  for (int i = 0; i < 500 && !empty; ++i) {
+    empty = eng.requests().empty();
+    if (!empty) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(empty);
 }
 
 }  // namespace
