@@ -60,7 +60,8 @@ class ConfigReader {
   // common attributes (transformers_version, torch_dtype, auto_map, ...) are known metadata.
   ConfigReader(const nlohmann::json& config, const std::string& where, ConfigKeys& keys);
 
-  const std::string& where() const { return keys_->objects_[index_].where; }
+  // By value: a reference would dangle once a nested object is read (objects_ grows).
+  std::string where() const { return keys_->objects_[index_].where; }
   // Present and not null; reads nothing.
   bool has(const char* key) const;
 

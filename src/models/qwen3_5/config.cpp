@@ -46,7 +46,7 @@ Config parse_config(const json& j, const std::string& where) {
     top.metadata({"vision_config", "image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id"});
   }
   models::ConfigReader& t = text ? *text : top;
-  const std::string& w = t.where();
+  const std::string w = t.where();
   c.model_type = t.string("model_type");
   require(c.model_type == "qwen3_5_text" || c.model_type == "qwen3_5_moe_text", w,
           "model_type '" + c.model_type + "' is not qwen3_5_text or qwen3_5_moe_text");
