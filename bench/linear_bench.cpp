@@ -3,7 +3,8 @@
 // multiply-adds per second, for one activation row (decode GEMV) and several (batched decode,
 // verification, prefill). Shapes are V4-Flash's: routed expert w1 (2048 × 4096, FP4), attention
 // wq_b (32768 × 1024, FP8), the bf16 head slice (16384 × 4096), Qwen3.5-0.8B's
-// bf16 gate/up projection (3584 × 1024, 7 MB: a small matrix read once a step), and two few-output products that
+// bf16 gate/up projection (3584 × 1024, 7 MB: a small matrix read once a step; its L2 slice; a
+// 32768-row slice of its tied head, against an fp32 activation), and two few-output products that
 // prefill runs over many rows (mHC's f32 24 × 16384 mixes, the indexer's bf16 64 × 4096 head weights).
 // The *L2 cases hold one copy that fits L2: the kernel's compute rate without the memory.
 // Run: build/<dir>/bench/linear_bench [--benchmark_filter=...]; STRATA_THREADS sets threads,
@@ -107,6 +108,9 @@ void BM_Bf16HeadL2(benchmark::State& st) { run(st, WeightFormat::bf16, 64, 4096,
 // Few outputs over many activation rows: mHC's 24 mixes of the flattened streams (f32, hc·d
 // wide) and the indexer's head weights (bf16, 64 outputs), as a prefill runs them.
 void BM_Bf16QwenGateUp(benchmark::State& st) { run(st, WeightFormat::bf16, 3584, 1024, false, false, true); }
+void BM_Bf16QwenGateUpL2(benchmark::State& st) { run(st, WeightFormat::bf16, 256, 1024, false, true, true); }
+// A slice of Qwen3.5-0.8B's tied head (248320 x 1024 bf16 against the fp32 final norm's output)
+void BM_Bf16QwenHead(benchmark::State& st) { run(st, WeightFormat::bf16, 32768, 1024); }
 void BM_F32HcMix(benchmark::State& st) { run(st, WeightFormat::f32, 24, 16384); }
 void BM_Bf16IndexerHeads(benchmark::State& st) { run(st, WeightFormat::bf16, 64, 4096); }
 
@@ -121,6 +125,8 @@ BENCHMARK(BM_Fp8WqaL2)->Arg(1)->Arg(4)->Arg(16)->Arg(32)->Arg(256)->UseRealTime(
 BENCHMARK(BM_Bf16Head)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(16)->Arg(32)->Arg(128)->UseRealTime();
 BENCHMARK(BM_Bf16HeadL2)->Arg(1)->Arg(4)->Arg(8)->Arg(32)->UseRealTime();
 BENCHMARK(BM_Bf16QwenGateUp)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(16)->Arg(64)->Arg(256)->UseRealTime();
+BENCHMARK(BM_Bf16QwenGateUpL2)->Arg(1)->Arg(4)->UseRealTime();
+BENCHMARK(BM_Bf16QwenHead)->Arg(1)->Arg(4)->UseRealTime();
 BENCHMARK(BM_F32HcMix)->Arg(4)->Arg(64)->Arg(512)->UseRealTime();
 BENCHMARK(BM_Bf16IndexerHeads)->Arg(64)->Arg(512)->UseRealTime();
 
