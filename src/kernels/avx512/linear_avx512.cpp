@@ -218,9 +218,13 @@ inline float finish_row(__m512d lo, __m512d hi, bool rb) {
 // ask instead for the next NW rows, which follow these in memory, at the pace these are read:
 // 1 KB ahead in a 1 KB row (FP8 wq_b) only reached the neighbouring row, already on its way.
 // The few-row GEMVs and the f16 form keep the per-row distance (not measured against it).
+// These prefetches go into L2 (T1): into L1 each holds one of the core's few L1 miss slots until
+// its line arrives, and the bf16 one-row GEMV read 22-23 GB/s that way against 31 into L2
+// (linear_bench BM_Bf16Head/1, alternated). The FP8 VBMI form keeps T0: into L2 it read less
+// (wq_b 25-26 -> 22 GB/s).
 constexpr int64_t kPrefetchBytes = 1024;
 inline void prefetch_lines(const char* p, int64_t bytes) {
-  for (int64_t off = 0; off < bytes; off += 64) _mm_prefetch(p + off, _MM_HINT_T0);
+  for (int64_t off = 0; off < bytes; off += 64) _mm_prefetch(p + off, _MM_HINT_T1);
 }
 inline void prefetch_ahead(const void* p, int64_t bytes) { prefetch_lines(static_cast<const char*>(p) + kPrefetchBytes, bytes); }
 
@@ -501,7 +505,7 @@ __attribute__((target("avx512vbmi"))) void gemv_fp8_vbmi_block(const LinearWeigh
       x2l = _mm512_loadu_pd(xs + 2 * in + k), x2h = _mm512_loadu_pd(xs + 2 * in + k + 8);
       asm("" : "+v"(x2l), "+v"(x2h));
     }
-    if ((k * NW) % 64 == 0) prefetch_lines(ahead + k * NW, 64);
+    if ((k * NW) % 64 == 0) _mm_prefetch(ahead + k * NW, _MM_HINT_T0);  // into L1 (prefetch_lines)
 #pragma GCC unroll 4
     for (int i = 0; i < NW; ++i) {
       // the last of 4 rows by sign extension (the same values): vpmultishiftqb issues on the
