@@ -27,6 +27,13 @@ struct PreloadResult {
 PreloadResult preload_checkpoint(const SafetensorsCheckpoint& ckpt, const std::string& label, double min_bytes = 1e9,
                                  bool force = false);
 
+// Reads every 64-byte line of every shard once, on the worker threads, and returns the seconds it
+// took. A benchmark's warm-up: on a virtual machine the host may hold a guest page that nothing
+// touched lately somewhere slower, with no fault the guest can see (flash-2l decoded 8-17 tokens/s
+// in a process's first pass after another engine ran, 21-25 in its second, with no page fault
+// in either), so the measured passes must not be the first to read the weights.
+double read_through_checkpoint(const SafetensorsCheckpoint& ckpt);
+
 // mlock every shard (MappedFile::lock); throws Error when the kernel refuses.
 void lock_checkpoint(const SafetensorsCheckpoint& ckpt);
 
