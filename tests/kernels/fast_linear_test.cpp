@@ -67,13 +67,16 @@ Weight make_weight(WeightFormat format, int64_t out, int64_t in, uint32_t seed, 
   return w;
 }
 
-// Activation rows: bf16 values, FP8-quantized ones (quantized weights), or plain fp32.
-enum class Act { bf16, fp8, f32 };
+// Activation rows: bf16 values, FP8-quantized ones (quantized weights), or plain fp32;
+// bf16_wide spreads the bf16 values over 2^±20, so fp32 sums round and their order shows.
+enum class Act { bf16, fp8, f32, bf16_wide };
 std::vector<float> make_x(Act kind, int64_t rows, int64_t in, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd;
   std::vector<float> x(size_t(rows * in));
   for (auto& v : x) v = nd(rng);
+  if (kind == Act::bf16_wide)
+    for (auto& v : x) v = round_bf16(std::ldexp(v, int(rng() % 41) - 20));
   if (kind == Act::bf16)
     for (auto& v : x) v = round_bf16(v);
   if (kind == Act::fp8)
@@ -136,6 +139,9 @@ TEST(FastLinear, EveryIsaGivesTheDefinitionsBits) {
       {WeightFormat::bf16, Act::f32, 27, 136}, {WeightFormat::bf16, Act::f32, 35, 144},
       {WeightFormat::f32, Act::f32, 26, 100},
       {WeightFormat::fp8, Act::f32, 14, 128},  {WeightFormat::fp4, Act::f32, 12, 64},
+      // one activation row takes two blocks at a time: whole pairs, then a block, then a part
+      {WeightFormat::fp4, Act::fp8, 9, 512},   {WeightFormat::bf16, Act::bf16, 21, 416},
+      {WeightFormat::fp4, Act::bf16_wide, 8, 640}, {WeightFormat::bf16, Act::bf16_wide, 12, 768},
   };
   uint32_t seed = 10;
   for (const Case& c : cases)

@@ -319,6 +319,7 @@ inline void prefetch_groups_ahead(const void* group, int64_t group_bytes, int64_
 // FP8 rows of one scale band: the band's per-block tables, the scale folded in.
 template <int R>
 struct Fp8Rows {
+  static constexpr bool kStateless = false;  // block() loads the block's tables
   const uint8_t* p[R];
   const uint16_t* tabs;
   int64_t in;
@@ -364,6 +365,7 @@ const Fp4ScaledTables& fp4_scaled_tables() {
 // table maps it to the bf16 weight.
 template <int R>
 struct Fp4Rows {
+  static constexpr bool kStateless = true;  // w(r, k) at any column, whatever block() saw last
   const uint8_t* p[R];
   const uint8_t* sc[R];
   int64_t in;
@@ -389,6 +391,7 @@ struct Fp4Rows {
 // bf16 rows read in place.
 template <int R>
 struct Bf16Rows {
+  static constexpr bool kStateless = true;
   const uint16_t* p[R];
   int64_t in;
   Bf16Rows(const LinearWeight& w, int64_t row) : in(w.in) {
@@ -406,7 +409,29 @@ template <int M, int R, class Src>
   __m512 tot[M][R];
   for (int m = 0; m < M; ++m)
     for (int r = 0; r < R; ++r) tot[m][r] = _mm512_setzero_ps();
-  for (int64_t c = 0; c < in; c += kFastBlock) {
+  int64_t c0 = 0;
+  if constexpr (M == 1 && Src::kStateless) {
+    // one activation row: two blocks at once, so eight chains of vdpbf16ps cover its latency
+    // instead of four; each lane still sums its block in column order and the blocks in order
+    for (; c0 + 2 * kFastBlock <= in; c0 += 2 * kFastBlock) {
+      s.block(c0, c0 + 2 * kFastBlock);
+      __m512 lo[R], hi[R];
+      for (int r = 0; r < R; ++r) lo[r] = _mm512_setzero_ps(), hi[r] = _mm512_setzero_ps();
+#pragma GCC unroll 4
+      for (int j = 0; j < int(kFastBlock / 32); ++j) {
+        const int64_t k = c0 + 32 * j;
+        const __m512bh x0 = (__m512bh)_mm512_loadu_si512(xb + k);
+        const __m512bh x1 = (__m512bh)_mm512_loadu_si512(xb + k + kFastBlock);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+          lo[r] = _mm512_dpbf16_ps(lo[r], x0, (__m512bh)s.w(r, k));
+          hi[r] = _mm512_dpbf16_ps(hi[r], x1, (__m512bh)s.w(r, k + kFastBlock));
+        }
+      }
+      for (int r = 0; r < R; ++r) tot[0][r] = _mm512_add_ps(_mm512_add_ps(tot[0][r], lo[r]), hi[r]);
+    }
+  }
+  for (int64_t c = c0; c < in; c += kFastBlock) {
     const int64_t end = std::min(c + kFastBlock, in);
     s.block(c, end);
     __m512 acc[M][R];
