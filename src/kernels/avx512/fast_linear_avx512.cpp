@@ -401,6 +401,21 @@ struct Bf16Rows {
   __m512i w(int r, int64_t k) const { return _mm512_loadu_si512(p[r] + k); }
 };
 
+// One 32-column step: the R weight vectors at column k decoded once, each against M rows.
+template <int M, int R, class Src>
+[[gnu::always_inline]] inline void few_rows_step(Src& s, const uint16_t* xb, int64_t xs, int64_t k,
+                                                 __m512 (&acc)[M][R]) {
+  __m512i wv[R];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) wv[r] = s.w(r, k);
+#pragma GCC unroll 8
+  for (int m = 0; m < M; ++m) {
+    const __m512bh x = (__m512bh)_mm512_loadu_si512(xb + m * xs + k);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) acc[m][r] = _mm512_dpbf16_ps(acc[m][r], x, (__m512bh)wv[r]);
+  }
+}
+
 // M activation rows (bf16, xs apart, zeros past in up to a multiple of 32) × the source's R rows
 // over [0, in) (in % 32 == 0): out[m·os + r].
 template <int M, int R, class Src>
@@ -415,20 +430,14 @@ template <int M, int R, class Src>
     // instead of four; each lane still sums its block in column order and the blocks in order
     for (; c0 + 2 * kFastBlock <= in; c0 += 2 * kFastBlock) {
       s.block(c0, c0 + 2 * kFastBlock);
-      __m512 lo[R], hi[R];
-      for (int r = 0; r < R; ++r) lo[r] = _mm512_setzero_ps(), hi[r] = _mm512_setzero_ps();
+      __m512 lo[1][R], hi[1][R];
+      for (int r = 0; r < R; ++r) lo[0][r] = _mm512_setzero_ps(), hi[0][r] = _mm512_setzero_ps();
 #pragma GCC unroll 4
       for (int j = 0; j < int(kFastBlock / 32); ++j) {
-        const int64_t k = c0 + 32 * j;
-        const __m512bh x0 = (__m512bh)_mm512_loadu_si512(xb + k);
-        const __m512bh x1 = (__m512bh)_mm512_loadu_si512(xb + k + kFastBlock);
-#pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) {
-          lo[r] = _mm512_dpbf16_ps(lo[r], x0, (__m512bh)s.w(r, k));
-          hi[r] = _mm512_dpbf16_ps(hi[r], x1, (__m512bh)s.w(r, k + kFastBlock));
-        }
+        few_rows_step<1, R>(s, xb, xs, c0 + 32 * j, lo);
+        few_rows_step<1, R>(s, xb, xs, c0 + kFastBlock + 32 * j, hi);
       }
-      for (int r = 0; r < R; ++r) tot[0][r] = _mm512_add_ps(_mm512_add_ps(tot[0][r], lo[r]), hi[r]);
+      for (int r = 0; r < R; ++r) tot[0][r] = _mm512_add_ps(_mm512_add_ps(tot[0][r], lo[0][r]), hi[0][r]);
     }
   }
   for (int64_t c = c0; c < in; c += kFastBlock) {
@@ -438,17 +447,7 @@ template <int M, int R, class Src>
     for (int m = 0; m < M; ++m)
       for (int r = 0; r < R; ++r) acc[m][r] = _mm512_setzero_ps();
 #pragma GCC unroll 4
-    for (int64_t k = c; k < end; k += 32) {
-      __m512i wv[R];
-#pragma GCC unroll 4
-      for (int r = 0; r < R; ++r) wv[r] = s.w(r, k);
-#pragma GCC unroll 8
-      for (int m = 0; m < M; ++m) {
-        const __m512bh x = (__m512bh)_mm512_loadu_si512(xb + m * xs + k);
-#pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) acc[m][r] = _mm512_dpbf16_ps(acc[m][r], x, (__m512bh)wv[r]);
-      }
-    }
+    for (int64_t k = c; k < end; k += 32) few_rows_step<M, R>(s, xb, xs, k, acc);
     for (int m = 0; m < M; ++m)
       for (int r = 0; r < R; ++r) tot[m][r] = _mm512_add_ps(tot[m][r], acc[m][r]);
   }
