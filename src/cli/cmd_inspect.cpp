@@ -1,4 +1,4 @@
-// `strata inspect --model DIR | --config FILE [--json]`: the model's own description
+// `strata inspect --model DIR | --config FILE | --preset NAME [--json]`: the model's own description
 // (architecture, layer schedule, parameter counts by component, bytes by dtype), each optional
 // config.json key with the value in force and whether the file or a default gave it, and for
 // a checkpoint the result of the tensor check.
@@ -21,15 +21,19 @@ using nlohmann::ordered_json;
 
 AutoRegister reg([](CLI::App& app) {
   auto* c = app.add_subcommand("inspect", "describe a model: layer schedule, parameters, bytes, tensor check");
-  static std::string model, config;
+  static std::string model, config, preset;
   static bool as_json = false;
   auto* m = c->add_option("--model", model, "checkpoint directory");
-  c->add_option("--config", config, "a config.json file (no weights needed)")->excludes(m);
+  auto* f = c->add_option("--config", config, "a config.json file (no weights needed)")->excludes(m);
+  c->add_option("--preset", preset, "a named config (make-model's presets; deepseek-v3.2, glm5 ...)")
+      ->excludes(m)
+      ->excludes(f);
   c->add_flag("--json", as_json, "print one JSON object");
   c->callback([] {
-    if (model.empty() && config.empty()) throw Error("inspect needs --model DIR or --config FILE");
-    const std::string src = model.empty() ? config : model;
-    const auto cfg = models::load_config(src);
+    if (model.empty() && config.empty() && preset.empty())
+      throw Error("inspect needs --model DIR, --config FILE or --preset NAME");
+    const auto cfg = !preset.empty() ? models::preset_model_config(preset)
+                                     : models::load_config(model.empty() ? config : model);
     ordered_json j = cfg->describe();
     ordered_json optional = ordered_json::array();
     for (const auto& k : cfg->config_keys().optional())

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <map>
 
@@ -21,8 +22,8 @@ namespace strata::cli {
 namespace {
 
 struct Opts {
-  std::vector<std::string> models, configs;
-  std::vector<std::string> sources;  // the --model and --config values in the order given
+  std::vector<std::string> models, configs, presets;
+  std::vector<std::string> sources;  // the --model, --config and --preset values in the order given (presets as "preset:NAME")
   std::string indexer_cache = "fp8", memory, svg;
   std::vector<int64_t> contexts;  // empty: 128K and 1M, those the model reaches (else its maximum)
   bool mtp = false, json = false;
@@ -76,6 +77,13 @@ models::CacheOptions cache_options(const Opts& o) {
   return co;
 }
 
+constexpr const char* kPresetPrefix = "preset:";
+
+std::unique_ptr<models::ModelConfig> config_of(const std::string& src) {
+  if (src.rfind(kPresetPrefix, 0) == 0) return models::preset_model_config(src.substr(std::strlen(kPresetPrefix)));
+  return models::load_config(src);
+}
+
 // One config's ledger: the object --json prints, and the text printed otherwise.
 struct Report {
   nlohmann::ordered_json json;
@@ -83,12 +91,12 @@ struct Report {
 };
 
 Report ledger_of(const std::string& src, const Opts& o) {
-  const auto cfg = models::load_config(src);
+  const auto cfg = config_of(src);
   const int64_t max_pos = cfg->facts().max_positions;
-  std::vector<int64_t> contexts = o.contexts;
+  std::vector<int64_t> contexts = o.contexts, unsupported;  // unsupported: default rows past the model's maximum
   if (contexts.empty()) {
     for (int64_t n : {int64_t(131072), int64_t(1048576)})
-      if (n <= max_pos) contexts.push_back(n);
+      (n <= max_pos ? contexts : unsupported).push_back(n);
     if (contexts.empty()) contexts.push_back(max_pos);
   }
   for (int64_t n : contexts) {
@@ -136,6 +144,7 @@ Report ledger_of(const std::string& src, const Opts& o) {
     rows.push_back(r);
   }
   j["contexts"] = rows;
+  if (!unsupported.empty()) j["unsupported_contexts"] = unsupported;
   if (memory > 0) j["memory_bytes"] = memory;
   std::string& t = rep.text;
   appendf(t, "%s: %.1f B per token (%.2f KB), %.2f MB fixed per request; blocks of %lld tokens = %lld B", src.c_str(),
@@ -159,12 +168,15 @@ Report ledger_of(const std::string& src, const Opts& o) {
   for (const auto& v : variants)
     appendf(t, "(%s: %.2f GB at %lld tokens by that accounting)\n", v.description.c_str(),
             rows.back()[v.key].get<double>() / 1e9, (long long)rows.back()["context"].get<int64_t>());
+  for (int64_t n : unsupported)
+    appendf(t, "context %9lld: not supported (max_position_embeddings %lld)\n", (long long)n, (long long)max_pos);
   return rep;
 }
 
 // The legend's name for a config: its folder (DIR, or the folder of DIR/config.json), else the
 // file's stem, and the model_type that selected its architecture.
 std::string label_of(const std::string& src, const std::string& model_type) {
+  if (src.rfind(kPresetPrefix, 0) == 0) return src.substr(std::strlen(kPresetPrefix)) + " (" + model_type + ")";
   std::filesystem::path p(src);
   while (!p.empty() && p.filename().empty()) p = p.parent_path();  // "dir/" names dir
   std::string name = p.filename().string();
@@ -186,7 +198,7 @@ LedgerChart chart_of(const std::vector<std::string>& sources, const Opts& o) {
   };
   std::vector<Config> configs;
   for (const auto& src : sources) {
-    const auto cfg = models::load_config(src);
+    const auto cfg = config_of(src);
     configs.push_back({label_of(src, cfg->facts().model_type), cfg->facts().max_positions, cfg->cache_layout(cache_options(o))});
   }
   int64_t hi = 0, lo = 1024;
@@ -225,7 +237,7 @@ LedgerChart chart_of(const std::vector<std::string>& sources, const Opts& o) {
 
 void run_ledger(const Opts& o) {
   if (o.sources.empty())
-    throw Error("ledger needs a config: exactly one of --model DIR or --config FILE for each (repeat them for several)");
+    throw Error("ledger needs a config: --model DIR, --config FILE or --preset NAME (repeat them for several)");
   std::vector<Report> reports;
   for (const auto& src : o.sources) reports.push_back(ledger_of(src, o));
   // The chart first: a path it cannot write fails the command before anything is printed.
@@ -258,13 +270,15 @@ AutoRegister reg([](CLI::App& app) {
   auto o = std::make_shared<Opts>();
   auto* c = app.add_subcommand("ledger", "cache memory per request: bytes per token, fixed bytes, totals by kind");
   c->footer(
-      "Several configs (--model and --config repeated, in any mix) are printed one after another\n"
+      "Several configs (--model, --config and --preset repeated, in any mix) are printed one after another\n"
       "(with --json: one array, each object naming its \"source\"), and drawn on one --svg chart.\n"
       "The chart: memory per request (the whole-block bytes the text prints) against context length\n"
       "on a log axis from 1K to the largest max_position_embeddings, one line per config, each up to\n"
       "its own maximum; for one config, stacked by cache kind. --context chooses the printed rows only.");
   auto* m = c->add_option("--model", o->models, "checkpoint directory (repeat to compare several)")->type_name("DIR");
   auto* f = c->add_option("--config", o->configs, "a config.json file (repeat to compare several)")->type_name("FILE");
+  auto* p = c->add_option("--preset", o->presets, "a named config (make-model's presets; deepseek-v3.2, glm5 ...)")
+                ->type_name("NAME");
   c->add_option("--context", o->contexts, "tokens of context, one or more (default 131072 and 1048576 where the model reaches them)");
   c->add_option("--indexer-cache", o->indexer_cache, "indexer key storage: fp8 (132 B, default) or fp4 (68 B)")
       ->check(CLI::IsMember({"fp4", "fp8"}));
@@ -277,17 +291,19 @@ AutoRegister reg([](CLI::App& app) {
   c->add_option("--svg", o->svg,
                 "also write a chart of memory per request against context length to FILE (self-contained SVG 1.1)")
       ->type_name("FILE");
-  c->callback([o, c, m, f] {
+  c->callback([o, c, m, f, p] {
     // One list in command-line order (the legend's order): CLI11 keeps each option's values
     // apart, but records every value's option in parse order.
     o->sources.clear();
-    size_t next_model = 0, next_config = 0;
+    size_t next_model = 0, next_config = 0, next_preset = 0;
     for (const CLI::Option* opt : c->parse_order()) {
       if (opt == m && next_model < o->models.size()) o->sources.push_back(o->models[next_model++]);
       if (opt == f && next_config < o->configs.size()) o->sources.push_back(o->configs[next_config++]);
+      if (opt == p && next_preset < o->presets.size()) o->sources.push_back(kPresetPrefix + o->presets[next_preset++]);
     }
     for (; next_model < o->models.size(); ++next_model) o->sources.push_back(o->models[next_model]);
     for (; next_config < o->configs.size(); ++next_config) o->sources.push_back(o->configs[next_config]);
+    for (; next_preset < o->presets.size(); ++next_preset) o->sources.push_back(kPresetPrefix + o->presets[next_preset]);
     run_ledger(*o);
   });
 });

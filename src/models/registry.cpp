@@ -6,12 +6,14 @@
 #include "core/error.h"
 #include "io/json_file.h"
 #include "models/deepseek_v4/architecture.h"
+#include "models/dsa/architecture.h"
 #include "models/qwen3_5/architecture.h"
 
 namespace strata::models {
 
 const std::vector<const Architecture*>& architectures() {
-  static const std::vector<const Architecture*> all = {&dsv4::architecture(), &qwen35::architecture()};
+  static const std::vector<const Architecture*> all = {&dsv4::architecture(), &qwen35::architecture(),
+                                                             &dsa::architecture()};
   return all;
 }
 
@@ -81,6 +83,11 @@ const Architecture& architecture_for_preset(const std::string& preset) {
   std::string list;
   for (const auto& s : preset_names()) list += (list.empty() ? "" : ", ") + s;
   throw Error("unknown preset '" + preset + "' (known: " + list + ")");
+}
+
+std::unique_ptr<ModelConfig> preset_model_config(const std::string& preset) {
+  const Architecture& a = architecture_for_preset(preset);
+  return a.parse_config(a.preset_config(preset), "preset " + preset);
 }
 
 }  // namespace strata::models

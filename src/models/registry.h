@@ -34,6 +34,8 @@ struct Architecture {
   std::function<std::unique_ptr<ModelConfig>(const nlohmann::json& config, const std::string& where)> parse_config;
   std::function<std::unique_ptr<Model>(const std::string& dir)> load;
   std::vector<std::string> presets;
+  // The config.json a preset stands for (`ledger --preset`, `inspect --preset`).
+  std::function<nlohmann::json(const std::string& preset)> preset_config;
   std::function<void(const MakeModelRequest&)> make_model;
   std::string tokenizer;  // the tokenizer folder (shared/tokenizers/<name>) its presets ship
 };
@@ -52,5 +54,7 @@ std::unique_ptr<Model> load_model(const std::string& dir);
 std::vector<std::string> preset_names();
 // The architecture that has `preset`; throws Error listing every preset.
 const Architecture& architecture_for_preset(const std::string& preset);
+// A preset's config, parsed as its config.json would be.
+std::unique_ptr<ModelConfig> preset_model_config(const std::string& preset);
 
 }  // namespace strata::models

@@ -59,7 +59,7 @@ TEST(Inspect, BadInputIsOneLineAndNonZero) {
       {"inspect --config " + shell_quote(kShared + "/models/kimi-k3/config.json"), "unknown model_type 'kimi_k3'"},
       {"inspect --model " + shell_quote(dir), "unknown model_type 'mamba9' (supported: deepseek_v4, qwen3_5"},
       {"inspect --model /nonexistent/dir", "/nonexistent/dir"},
-      {"inspect", "needs --model DIR or --config FILE"},
+      {"inspect", "needs --model DIR, --config FILE or --preset NAME"},
       {"make-model --preset flash-huge --out " + shell_quote(dir + "/x"), "unknown preset 'flash-huge'"},
   };
   for (auto& c : cases) {
@@ -178,7 +178,8 @@ TEST(Ledger, PrintsTheBooksFiguresAndRejectsBadInput) {
   const std::pair<std::string, std::string> bad[] = {
       {"ledger --context 99999999 --config " + shell_quote(kShared + "/models/deepseek-v4-pro/config.json"),
        "exceeds max_position_embeddings"},
-      {"ledger --context 10", "exactly one of --model DIR or --config FILE"},
+      {"ledger --context 10", "--model DIR, --config FILE or --preset NAME"},
+      {"ledger --preset deepseek-v9", "unknown preset 'deepseek-v9'"},
       {"ledger --memory 12Q --config " + shell_quote(kShared + "/models/deepseek-v4-pro/config.json"), "unknown unit"},
   };
   for (auto& [args, msg] : bad) {
@@ -186,6 +187,29 @@ TEST(Ledger, PrintsTheBooksFiguresAndRejectsBadInput) {
     EXPECT_NE(r.code, 0) << args;
     EXPECT_NE(r.err.find(msg), std::string::npos) << r.err;
   }
+}
+
+TEST(Ledger, DeepSeekV32RowOfTheSourceDocumentAndPresets) {
+  // new-generation-models: "DeepSeek-V3.2: 46.9 KB per token, 0 MB fixed; 128K 5.87 GB; 1M not supported".
+  auto r = run_strata("ledger --config " + shell_quote(kShared + "/models/deepseek-v3.2/config.json"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("48068.0 B per token (46.94 KB), 0.00 MB fixed"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("512 e4m3 + 4 fp32 + 64 bf16"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("128 e4m3 + 1 fp32"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("5.868 GiB per request"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("context   1048576: not supported (max_position_embeddings 163840)"), std::string::npos) << r.out;
+  // The same figures from the preset; GLM-5 from its preset (78 layers).
+  r = run_strata("ledger --json --preset deepseek-v3.2 --preset glm5");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j[0]["source"], "preset:deepseek-v3.2");
+  EXPECT_EQ(j[0]["bytes_per_token"], 48068.0);
+  EXPECT_EQ(j[0]["unsupported_contexts"][0], 1048576);
+  EXPECT_EQ(j[1]["bytes_per_token"], 78 * 788.0);
+  r = run_strata("inspect --preset glm5");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("glm_moe_dsa"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("interleaved RoPE"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -16,6 +16,8 @@
 #include "io/json_file.h"
 #include "models/deepseek_v4/config.h"
 #include "models/deepseek_v4/presets.h"
+#include "models/dsa/config.h"
+#include "models/dsa/presets.h"
 #include "models/qwen3_5/config.h"
 #include "models/qwen3_5/make_model.h"
 #include "models/registry.h"
@@ -121,14 +123,14 @@ TEST(ConfigKeys, TheWarningIsOneLineOnStderrPerLoad) {
 }
 
 TEST(ConfigKeys, PublishedConfigsLoadWithoutAWarning) {
-  for (const char* name : {"deepseek-v4-flash", "deepseek-v4-pro", "qwen3.5-0.8b"}) {
+  for (const char* name : {"deepseek-v4-flash", "deepseek-v4-pro", "qwen3.5-0.8b", "deepseek-v3.2"}) {
     testing::internal::CaptureStderr();
     const auto cfg = models::load_config(kModels + name + "/config.json");
     EXPECT_EQ(testing::internal::GetCapturedStderr(), "") << name;
     EXPECT_TRUE(cfg->config_keys().unknown().empty()) << name;
   }
   // Architectures strata does not run yet keep failing on their model_type.
-  for (const char* name : {"deepseek-v3.2", "kimi-k3", "kimi-linear-48b-a3b"}) {
+  for (const char* name : {"kimi-k3", "kimi-linear-48b-a3b"}) {
     try {
       models::load_config(kModels + name + "/config.json");
       ADD_FAILURE() << name << " loaded";
@@ -150,6 +152,10 @@ TEST(ConfigKeys, MakeModelConfigsLoadWithoutAWarning) {
     c.strata_random_weights = true;
     const auto j = json::parse(qwen35::to_json(c).dump());
     EXPECT_TRUE(qwen35::parse_config(j, p).keys.unknown().empty()) << p;
+  }
+  for (const auto& p : dsa::preset_names()) {
+    const auto j = json::parse(dsa::to_json(dsa::preset_config(p)).dump());
+    EXPECT_TRUE(dsa::parse_config(j, p).keys.unknown().empty()) << p;
   }
 }
 

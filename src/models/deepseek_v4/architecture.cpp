@@ -20,6 +20,7 @@ const models::Architecture& architecture() {
     };
     r.load = [](const std::string& dir) -> std::unique_ptr<models::Model> { return Model::load(dir); };
     r.presets = preset_names();
+    r.preset_config = [](const std::string& p) -> nlohmann::json { return to_json(preset_config(p)); };
     r.make_model = [](const models::MakeModelRequest& q) {
       MakeModelOptions o;
       o.config = preset_config(q.preset);

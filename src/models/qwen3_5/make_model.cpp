@@ -9,8 +9,8 @@
 #include "core/error.h"
 #include "core/numfmt.h"
 #include "io/safetensors.h"
-#include "io/safetensors_writer.h"
 #include "models/checkpoint_files.h"
+#include "models/random_values.h"
 #include "models/qwen3_5/tensors.h"
 
 namespace strata::qwen35 {
@@ -78,21 +78,9 @@ Config preset_config(const std::string& name) {
 
 namespace {
 
-uint64_t splitmix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
+using models::name_key;
 
-uint64_t name_key(uint64_t seed, const std::string& name) {
-  uint64_t h = splitmix(seed);
-  for (unsigned char ch : name) h = splitmix(h ^ ch);
-  return h;
-}
-
-// Uniform in (-1, 1) from (tensor key, index).
-float unit(uint64_t key, uint64_t i) { return float(double(splitmix(key ^ splitmix(i)) >> 11) * 0x1.0p-52 - 1.0); }
+float unit(uint64_t key, uint64_t i) { return models::unit_value(key, i); }
 
 bool ends(const std::string& n, const char* s) {
   const size_t k = std::strlen(s);
@@ -120,63 +108,36 @@ float value(const ExpectedTensor& t, uint64_t key, uint64_t i) {
 void make_model(const models::MakeModelRequest& q) {
   const Config c = preset_config(q.preset);
   const fs::path out(q.out_dir);
-  std::error_code ec;
-  fs::create_directories(out, ec);
-  if (ec) throw Error(q.out_dir + ": cannot create: " + ec.message());
   auto all = expected_tensors(c, TensorLayout{});
   // Wider dtypes first, so every tensor starts aligned to its element size.
   std::stable_sort(all.begin(), all.end(),
                    [](const auto& a, const auto& b) { return dtype_size(a.dtypes[0]) > dtype_size(b.dtypes[0]); });
-  uint64_t total = 0, done = 0;
-  for (const auto& t : all) total += uint64_t(t.numel()) * uint64_t(dtype_size(t.dtypes[0]));
-  const uint64_t shard_bytes = q.shard_bytes ? q.shard_bytes : (total < (4ull << 30) ? (256ull << 20) : (2ull << 30));
-  std::vector<std::vector<size_t>> shards(1);
-  uint64_t cur = 0;
-  for (size_t i = 0; i < all.size(); ++i) {
-    const uint64_t b = uint64_t(all[i].numel()) * uint64_t(dtype_size(all[i].dtypes[0]));
-    if (cur > 0 && cur + b > shard_bytes) shards.emplace_back(), cur = 0;
-    shards.back().push_back(i);
-    cur += b;
-  }
   const int threads = q.threads > 0 ? q.threads : int(std::max(1u, std::thread::hardware_concurrency()));
-  nlohmann::ordered_json weight_map = nlohmann::ordered_json::object();
-  char fname[64];
-  for (size_t s = 0; s < shards.size(); ++s) {
-    std::snprintf(fname, sizeof fname, "model-%05zu-of-%05zu.safetensors", s + 1, shards.size());
-    SafetensorsWriter w((out / fname).string());
-    w.set_metadata("format", "pt");
-    for (size_t i : shards[s]) {
-      const ExpectedTensor* t = &all[i];
-      weight_map[t->name] = fname;
-      w.add(t->name, t->dtypes[0], t->shape, [&, t](uint8_t* dst, uint64_t nbytes) {
-        const uint64_t key = name_key(q.seed, t->name);
-        const int64_t n = t->numel();
-        const bool f32 = t->dtypes[0] == DType::F32;
-        // Rows in parallel: every value depends only on (key, index), so any split writes the same bytes.
-        std::vector<std::thread> pool;
-        const int64_t per = (n + threads - 1) / threads;
-        for (int th = 0; th < threads; ++th)
-          pool.emplace_back([&, th] {
-            for (int64_t i = th * per; i < std::min(n, (th + 1) * per); ++i) {
-              const float v = value(*t, key, uint64_t(i));
-              if (f32) std::memcpy(dst + 4 * i, &v, 4);
-              else {
-                const uint16_t b = f32_to_bf16(v);
-                std::memcpy(dst + 2 * i, &b, 2);
-              }
-            }
-          });
-        for (auto& p : pool) p.join();
-        done += nbytes;
-        if (q.progress) q.progress(done, total);
-      });
-    }
-    w.write();
+  std::vector<models::TensorToWrite> writes;
+  for (const auto& e : all) {
+    const ExpectedTensor* t = &e;
+    writes.push_back({t->name, t->dtypes[0], t->shape, [&q, t, threads](uint8_t* dst, uint64_t) {
+                        const uint64_t key = name_key(q.seed, t->name);
+                        const int64_t n = t->numel();
+                        const bool f32 = t->dtypes[0] == DType::F32;
+                        // Rows in parallel: every value depends only on (key, index), so any split writes the same bytes.
+                        std::vector<std::thread> pool;
+                        const int64_t per = (n + threads - 1) / threads;
+                        for (int th = 0; th < threads; ++th)
+                          pool.emplace_back([&, th] {
+                            for (int64_t i = th * per; i < std::min(n, (th + 1) * per); ++i) {
+                              const float v = value(*t, key, uint64_t(i));
+                              if (f32) std::memcpy(dst + 4 * i, &v, 4);
+                              else {
+                                const uint16_t b = f32_to_bf16(v);
+                                std::memcpy(dst + 2 * i, &b, 2);
+                              }
+                            }
+                          });
+                        for (auto& p : pool) p.join();
+                      }});
   }
-  nlohmann::ordered_json index;
-  index["metadata"] = {{"total_size", total}};
-  index["weight_map"] = weight_map;
-  models::write_text_file((out / "model.safetensors.index.json").string(), index.dump(2) + "\n");
+  models::write_sharded_checkpoint(q.out_dir, writes, q.shard_bytes, q.progress);
   models::write_text_file((out / "config.json").string(), to_json(c).dump(2) + "\n");
   nlohmann::ordered_json gen = {{"eos_token_id", c.eos_token_ids}, {"do_sample", true}, {"temperature", 1.0},
                                 {"top_p", 0.95}, {"top_k", 20}};
