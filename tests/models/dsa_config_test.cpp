@@ -121,7 +121,7 @@ TEST(DsaConfig, BadConfigsAreClearErrors) {
   EXPECT_ERROR(j, "index_topk must be positive");
   j = base;
   j["index_head_dim"] = 96;
-  EXPECT_ERROR(j, "index_head_dim must be a multiple of 128");
+  EXPECT_ERROR(j, "index_head_dim must be 128");
   j = base;
   j["kv_lora_rank"] = 500;
   EXPECT_ERROR(j, "kv_lora_rank must be a multiple of 128");

@@ -131,12 +131,10 @@ void validate(const Config& c, const std::string& w) {
           "num_nextn_predict_layers must be 0 or 1");
   // The kernels' shapes: 128-wide FP8 blocks of the latent and the index key, even RoPE pairs.
   require(c.kv_lora_rank % 128 == 0, w, "kv_lora_rank must be a multiple of 128 (the latent's FP8 blocks)");
-  require(c.index_head_dim % 128 == 0, w, "index_head_dim must be a multiple of 128 (the index key's FP8 blocks)");
+  require(c.index_head_dim == 128, w, "index_head_dim must be 128 (one FP8 block and one scale per index key)");
   require(c.qk_rope_head_dim % 2 == 0, w, "qk_rope_head_dim must be even");
   require(c.qk_rope_head_dim <= c.index_head_dim, w,
           "qk_rope_head_dim exceeds index_head_dim (the indexer ropes its first qk_rope_head_dim dims)");
-  require((c.index_head_dim & (c.index_head_dim - 1)) == 0, w,
-          "index_head_dim must be a power of two (the indexer's Hadamard rotation)");
   require(int64_t(c.indexer_types.size()) == c.num_hidden_layers, w,
           "indexer_types has " + std::to_string(c.indexer_types.size()) + " entries but num_hidden_layers is " +
               std::to_string(c.num_hidden_layers));

@@ -1,0 +1,129 @@
+#include "models/dsa/lightning_indexer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/numfmt.h"
+#include "kernels/hadamard.h"
+#include "kernels/linear.h"
+#include "kernels/parallel.h"
+#include "kernels/topk.h"
+#include "models/dsa/cache_entries.h"
+
+namespace strata::dsa {
+
+void layer_norm(const float* x, const float* w, const float* b, int64_t n, float eps, float* y) {
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i) s += double(x[i]);
+  const float mean = float(s) / float(n);
+  double v = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double d = double(x[i] - mean);
+    v += d * d;
+  }
+  const float var = float(v) / float(n);
+  const float r = float(1.0 / std::sqrt(double(var + eps)));
+  for (int64_t i = 0; i < n; ++i) {
+    float t = (x[i] - mean) * r;
+    t = t * w[i];
+    t = t + b[i];
+    y[i] = round_bf16(t);
+  }
+}
+
+void indexer_rope(float* x, int64_t rope, bool interleaved, const kernels::RopeTable& table, int64_t pos) {
+  float cs[256], sn[256];
+  table.angles(pos, cs, sn);
+  const int64_t half = rope / 2;
+  if (interleaved) return kernels::rope_rotate(x, cs, sn, half, false);
+  for (int64_t i = 0; i < half; ++i) {
+    const float a = x[i], b = x[i + half];
+    const float ac = a * cs[i], bs = b * sn[i], as = a * sn[i], bc = b * cs[i];
+    x[i] = round_bf16(ac - bs);
+    x[i + half] = round_bf16(as + bc);
+  }
+}
+
+void indexer_keys(const Config& c, const IndexerWeights& w, const kernels::RopeTable& rope, const float* x,
+                  int64_t rows, const int64_t* pos, float* keys) {
+  const int64_t D = c.index_head_dim;
+  std::vector<float> k(static_cast<size_t>(rows * D));
+  kernels::linear(w.wk, x, rows, k.data(), true);
+  for (int64_t r = 0; r < rows; ++r) {
+    float* kr = keys + r * D;
+    layer_norm(k.data() + r * D, w.k_norm_weight.data(), w.k_norm_bias.data(), D, 1e-6f, kr);
+    indexer_rope(kr, c.qk_rope_head_dim, c.indexer_rope_interleave, rope, pos[r]);
+  }
+}
+
+void index_key_entry(const float* key, int64_t dim, uint8_t* entry) {
+  float k[128];
+  std::memcpy(k, key, size_t(dim) * 4);
+  kernels::hadamard(k, dim, true);
+  encode_index_key(k, dim, entry);
+}
+
+std::vector<IndexerQuery> indexer_queries(const Config& c, const IndexerWeights& w, const kernels::RopeTable& rope,
+                                          const float* qr, const float* x, int64_t rows, const int64_t* pos) {
+  const int64_t H = c.index_n_heads, D = c.index_head_dim;
+  std::vector<float> q(static_cast<size_t>(rows * H * D)), wp(static_cast<size_t>(rows * H));
+  kernels::linear(w.wq_b, qr, rows, q.data(), true);
+  kernels::linear(w.weights_proj, x, rows, wp.data(), true);
+  const float head_scale = float(std::pow(double(H), -0.5));
+  const float dim_scale = float(std::pow(double(D), -0.5));
+  std::vector<IndexerQuery> out(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    IndexerQuery& o = out[size_t(r)];
+    o.q.resize(static_cast<size_t>(H * D));
+    o.w.resize(static_cast<size_t>(H));
+    for (int64_t j = 0; j < H; ++j) {
+      float* qh = q.data() + (r * H + j) * D;
+      indexer_rope(qh, c.qk_rope_head_dim, c.indexer_rope_interleave, rope, pos[r]);
+      kernels::hadamard(qh, D, true);
+      uint8_t codes[128];
+      float scale;
+      fp8_encode(qh, D, codes, &scale);
+      fp8_codes_to_f32(codes, D, o.q.data() + j * D);
+      const float wj = round_bf16(wp[size_t(r * H + j)] * head_scale);
+      o.w[size_t(j)] = (wj * scale) * dim_scale;
+    }
+  }
+  return out;
+}
+
+std::vector<float> indexer_scores(const IndexerQuery& q, int64_t heads, const cache::EntryArray& keys, int64_t n) {
+  std::vector<float> score(static_cast<size_t>(n));
+  kernels::parallel_for(n, 64, [&](int64_t a, int64_t b) {
+    float k[128];
+    for (int64_t s = a; s < b; ++s) {
+      const float ks = decode_index_key(keys.entry(s), 128, k);
+      double sum = 0;
+      for (int64_t j = 0; j < heads; ++j) {
+        const float* qj = q.q.data() + j * 128;
+        double d = 0;  // e4m3 products in fp64: exact, so the order does not matter
+        for (int64_t i = 0; i < 128; ++i) d += double(qj[i]) * double(k[i]);
+        const float dj = std::max(float(d), 0.0f);
+        sum += double(dj * q.w[size_t(j)]);
+      }
+      score[size_t(s)] = float(sum) * ks;
+    }
+  });
+  return score;
+}
+
+std::vector<int32_t> indexer_select(const IndexerQuery& q, int64_t heads, const cache::EntryArray& keys, int64_t n,
+                                    int64_t topk) {
+  std::vector<int32_t> sel;
+  if (n <= topk) {  // every key: the scores cannot change the set
+    sel.resize(static_cast<size_t>(n));
+    for (int64_t s = 0; s < n; ++s) sel[size_t(s)] = int32_t(s);
+    return sel;
+  }
+  const std::vector<float> score = indexer_scores(q, heads, keys, n);
+  for (int64_t s : kernels::topk(score.data(), n, topk)) sel.push_back(int32_t(s));
+  std::sort(sel.begin(), sel.end());
+  return sel;
+}
+
+}  // namespace strata::dsa

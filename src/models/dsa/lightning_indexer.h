@@ -1,0 +1,48 @@
+// The lightning indexer of DSA layers (DeepSeek-V3.2 Indexer, GLM-5 GlmMoeDsaIndexer): which
+// past tokens a query's MLA attends to. Per token: query heads qI = wq_b(qr) [H_I, 128], one key
+// kI = LayerNorm(wk(x)) [128], RoPE on the first qk_rope_head_dim dims of each (half-split for
+// DeepSeek-V3.2, interleaved for GLM-5), a Hadamard rotation, FP8 (the key is what the cache
+// keeps); head weights w_j = bf16(weights_proj(x)_j · H_I^-1/2) · q_scale_j · 128^-1/2. The score of
+// key s is
+//   I[s] = fp32( fp32(Σ_j fp32(relu(q_j · k_s) · w_j)) · k_scale_s ),
+// the dot of e4m3 values exact, the head sum in fp64 rounded once; the selection is the top
+// min(index_topk, keys) scores, ties to the lower position, returned in ascending position.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "cache/entry_array.h"
+#include "kernels/rope.h"
+#include "models/dsa/config.h"
+#include "models/dsa/weights.h"
+
+namespace strata::dsa {
+
+// One token's indexer query: e4m3 values of every head [H_I][128] and the head weights [H_I].
+struct IndexerQuery {
+  std::vector<float> q, w;
+};
+
+// RoPE on the first `rope` dims of a [rope | rest] vector at pos: pairs (i, i + rope/2) when
+// half-split, (2i, 2i+1) when interleaved; fp32 arithmetic, bf16 result.
+void indexer_rope(float* x, int64_t rope, bool interleaved, const kernels::RopeTable& table, int64_t pos);
+
+// Keys [rows][128] (bf16 values, before the Hadamard) from x [rows][d]: wk, LayerNorm, RoPE.
+void indexer_keys(const Config& c, const IndexerWeights& w, const kernels::RopeTable& rope, const float* x,
+                  int64_t rows, const int64_t* pos, float* keys);
+// Queries of rows: qr [rows][q_lora], x [rows][d].
+std::vector<IndexerQuery> indexer_queries(const Config& c, const IndexerWeights& w, const kernels::RopeTable& rope,
+                                          const float* qr, const float* x, int64_t rows, const int64_t* pos);
+// The cache entry of one key (Hadamard, FP8).
+void index_key_entry(const float* key, int64_t dim, uint8_t* entry);
+// Scores of keys [0, n) for one query.
+std::vector<float> indexer_scores(const IndexerQuery& q, int64_t heads, const cache::EntryArray& keys, int64_t n);
+// The selected positions of keys [0, n), ascending.
+std::vector<int32_t> indexer_select(const IndexerQuery& q, int64_t heads, const cache::EntryArray& keys, int64_t n,
+                                    int64_t topk);
+
+// LayerNorm with weight and bias: mean and variance as exact fp64 sums rounded once, divided in
+// fp32; y = bf16((x - mean) · rsqrt(var + eps) · w + b) in fp32.
+void layer_norm(const float* x, const float* w, const float* b, int64_t n, float eps, float* y);
+
+}  // namespace strata::dsa
