@@ -92,11 +92,12 @@ std::vector<IndexerQuery> indexer_queries(const Config& c, const IndexerWeights&
   return out;
 }
 
-std::vector<float> indexer_scores(const IndexerQuery& q, int64_t heads, const cache::EntryArray& keys, int64_t n) {
-  std::vector<float> score(static_cast<size_t>(n));
-  kernels::parallel_for(n, 64, [&](int64_t a, int64_t b) {
+std::vector<float> indexer_scores(const IndexerQuery& q, int64_t heads, const cache::EntryArray& keys, int64_t first,
+                                  int64_t n) {
+  std::vector<float> score(static_cast<size_t>(n - first));
+  kernels::parallel_for(n - first, 64, [&](int64_t a, int64_t b) {
     float k[128];
-    for (int64_t s = a; s < b; ++s) {
+    for (int64_t s = first + a; s < first + b; ++s) {
       const float ks = decode_index_key(keys.entry(s), 128, k);
       double sum = 0;
       for (int64_t j = 0; j < heads; ++j) {
@@ -106,22 +107,21 @@ std::vector<float> indexer_scores(const IndexerQuery& q, int64_t heads, const ca
         const float dj = std::max(float(d), 0.0f);
         sum += double(dj * q.w[size_t(j)]);
       }
-      score[size_t(s)] = float(sum) * ks;
+      score[size_t(s - first)] = float(sum) * ks;
     }
   });
   return score;
 }
 
-std::vector<int32_t> indexer_select(const IndexerQuery& q, int64_t heads, const cache::EntryArray& keys, int64_t n,
-                                    int64_t topk) {
+std::vector<int32_t> indexer_select(const IndexerQuery& q, int64_t heads, const cache::EntryArray& keys, int64_t first,
+                                    int64_t n, int64_t topk) {
   std::vector<int32_t> sel;
-  if (n <= topk) {  // every key: the scores cannot change the set
-    sel.resize(static_cast<size_t>(n));
-    for (int64_t s = 0; s < n; ++s) sel[size_t(s)] = int32_t(s);
+  if (n - first <= topk) {  // every key: the scores cannot change the set
+    for (int64_t s = first; s < n; ++s) sel.push_back(int32_t(s));
     return sel;
   }
-  const std::vector<float> score = indexer_scores(q, heads, keys, n);
-  for (int64_t s : kernels::topk(score.data(), n, topk)) sel.push_back(int32_t(s));
+  const std::vector<float> score = indexer_scores(q, heads, keys, first, n);
+  for (int64_t s : kernels::topk(score.data(), n - first, topk)) sel.push_back(int32_t(first + s));
   std::sort(sel.begin(), sel.end());
   return sel;
 }

@@ -35,11 +35,12 @@ std::vector<IndexerQuery> indexer_queries(const Config& c, const IndexerWeights&
                                           const float* qr, const float* x, int64_t rows, const int64_t* pos);
 // The cache entry of one key (Hadamard, FP8).
 void index_key_entry(const float* key, int64_t dim, uint8_t* entry);
-// Scores of keys [0, n) for one query.
-std::vector<float> indexer_scores(const IndexerQuery& q, int64_t heads, const cache::EntryArray& keys, int64_t n);
-// The selected positions of keys [0, n), ascending.
-std::vector<int32_t> indexer_select(const IndexerQuery& q, int64_t heads, const cache::EntryArray& keys, int64_t n,
-                                    int64_t topk);
+// Scores of keys [first, n) for one query ([n - first]).
+std::vector<float> indexer_scores(const IndexerQuery& q, int64_t heads, const cache::EntryArray& keys, int64_t first,
+                                  int64_t n);
+// The selected positions among keys [first, n), ascending.
+std::vector<int32_t> indexer_select(const IndexerQuery& q, int64_t heads, const cache::EntryArray& keys, int64_t first,
+                                    int64_t n, int64_t topk);
 
 // LayerNorm with weight and bias: mean and variance as exact fp64 sums rounded once, divided in
 // fp32; y = bf16((x - mean) · rsqrt(var + eps) · w + b) in fp32.

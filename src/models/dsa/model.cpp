@@ -1,5 +1,6 @@
 #include "models/dsa/model.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "core/error.h"
@@ -201,11 +202,17 @@ void Model::mtp_forward_batch(vector<MtpItem>& items, int64_t j) const {
 void Model::restart_mtp(models::Sequence& s, int64_t pos, int64_t j) const {
   if (j != 0 || !w_.has_mtp) throw Error("restart_mtp: the checkpoint has no MTP layer " + std::to_string(j));
   SequenceState& st = state_of(s);
-  st.mtp[0].latent.resize(0);
-  st.mtp[0].index_keys.resize(0);
-  // An MTP layer that restarts at pos has no entries for [0, pos): its caches start there, so
-  // its keys are indexed from 0 again; attention then sees only what it has run since.
-  if (pos != 0) throw Error("restart_mtp: the DSA MTP layer restarts from position 0 only");
+  if (pos < 0 || pos > st.pos) throw Error("restart_mtp: position " + std::to_string(pos) + " is not within the sequence");
+  // Filler entries for [0, pos), which no query reads (LayerState::first): the layer attends only
+  // to what it runs from pos on, and keeps one entry per token as the pool counts them.
+  LayerState& L = st.mtp[0];
+  L.latent.resize(0);
+  L.index_keys.resize(0);
+  for (int64_t t = 0; t < pos; ++t) {
+    std::fill_n(L.latent.append(), L.latent.entry_bytes(), uint8_t(0));
+    if (L.has_index_keys) std::fill_n(L.index_keys.append(), L.index_keys.entry_bytes(), uint8_t(0));
+  }
+  L.first = pos;
   st.mtp_pos[0] = pos;
 }
 

@@ -16,6 +16,9 @@ struct LayerState {
   cache::EntryArray latent;
   cache::EntryArray index_keys;  // empty and unused in a shared-indexer layer
   bool has_index_keys = false;
+  // Entries before this position are fillers no query reads: an MTP layer restarted at a
+  // position keeps one entry per token (the pool's accounting) without the history it never saw.
+  int64_t first = 0;
 };
 
 struct SequenceState final : models::Sequence {
