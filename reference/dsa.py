@@ -309,15 +309,18 @@ def mla_absorbed(q_nope, q_pe, latent_dq, k_pe, sel, w_uk, w_uv, scale):
     w_uk [H,nope,kv_lora], w_uv [H,v,kv_lora] (bf16 values); scale fp32.
       q_lat = bf16(mm_d q_nope W_UK);  z = fp32(fp32(mm q_lat.latent + mm q_pe.k_pe) * scale)
       P = bf16(softmax_fp32(z over the selected keys));  o_lat = bf16(mm_s P latent);  o = bf16(mm_c o_lat W_UV)
+    The two absorption products are weight products (the engine's kernels::linear on W_UK^T and
+    W_UV per head): linear_mm, exact or the fast profile's order like every checkpoint linear.
     Returns (o [S,H,v], dict of the intermediates)."""
-    q_lat = bf16(einsum("shd,hdc->shc", q_nope, w_uk))
+    H = q_nope.shape[1]
+    q_lat = bf16(torch.stack([linear_mm(q_nope[:, h], w_uk[h].t().contiguous()) for h in range(H)], dim=1))
     a = einsum("shc,nc->shn", q_lat, latent_dq)
     b = einsum("shr,nr->shn", q_pe, k_pe)
     z = (a + b) * f32(scale)
     z = z.masked_fill(~sel.unsqueeze(1), NEG_INF)
     p = bf16(softmax(z, -1))
     o_lat = bf16(einsum("shn,nc->shc", p, latent_dq))
-    o = bf16(einsum("shc,hjc->shj", o_lat, w_uv))
+    o = bf16(torch.stack([linear_mm(o_lat[:, h], w_uv[h]) for h in range(H)], dim=1))
     return o, {"q_lat": q_lat, "scores": z, "p": p, "o_lat": o_lat}
 
 

@@ -64,31 +64,37 @@ void index_key_entry(const float* key, int64_t dim, uint8_t* entry) {
   encode_index_key(k, dim, entry);
 }
 
+IndexerQuery indexer_query(float* q, const float* wp, int64_t heads, int64_t dim, int64_t rope_dim, bool interleaved,
+                           const kernels::RopeTable& rope, int64_t pos) {
+  const float head_scale = float(std::pow(double(heads), -0.5));
+  const float dim_scale = float(std::pow(double(dim), -0.5));
+  IndexerQuery o;
+  o.q.resize(static_cast<size_t>(heads * dim));
+  o.w.resize(static_cast<size_t>(heads));
+  for (int64_t j = 0; j < heads; ++j) {
+    float* qh = q + j * dim;
+    indexer_rope(qh, rope_dim, interleaved, rope, pos);
+    kernels::hadamard(qh, dim, true);
+    uint8_t codes[128];
+    float scale;
+    fp8_encode(qh, dim, codes, &scale);
+    fp8_codes_to_f32(codes, dim, o.q.data() + j * dim);
+    const float wj = round_bf16(wp[j] * head_scale);
+    o.w[size_t(j)] = (wj * scale) * dim_scale;
+  }
+  return o;
+}
+
 std::vector<IndexerQuery> indexer_queries(const Config& c, const IndexerWeights& w, const kernels::RopeTable& rope,
                                           const float* qr, const float* x, int64_t rows, const int64_t* pos) {
   const int64_t H = c.index_n_heads, D = c.index_head_dim;
   std::vector<float> q(static_cast<size_t>(rows * H * D)), wp(static_cast<size_t>(rows * H));
   kernels::linear(w.wq_b, qr, rows, q.data(), true);
   kernels::linear(w.weights_proj, x, rows, wp.data(), true);
-  const float head_scale = float(std::pow(double(H), -0.5));
-  const float dim_scale = float(std::pow(double(D), -0.5));
-  std::vector<IndexerQuery> out(static_cast<size_t>(rows));
-  for (int64_t r = 0; r < rows; ++r) {
-    IndexerQuery& o = out[size_t(r)];
-    o.q.resize(static_cast<size_t>(H * D));
-    o.w.resize(static_cast<size_t>(H));
-    for (int64_t j = 0; j < H; ++j) {
-      float* qh = q.data() + (r * H + j) * D;
-      indexer_rope(qh, c.qk_rope_head_dim, c.indexer_rope_interleave, rope, pos[r]);
-      kernels::hadamard(qh, D, true);
-      uint8_t codes[128];
-      float scale;
-      fp8_encode(qh, D, codes, &scale);
-      fp8_codes_to_f32(codes, D, o.q.data() + j * D);
-      const float wj = round_bf16(wp[size_t(r * H + j)] * head_scale);
-      o.w[size_t(j)] = (wj * scale) * dim_scale;
-    }
-  }
+  std::vector<IndexerQuery> out;
+  for (int64_t r = 0; r < rows; ++r)
+    out.push_back(indexer_query(q.data() + r * H * D, wp.data() + r * H, H, D, c.qk_rope_head_dim,
+                                c.indexer_rope_interleave, rope, pos[r]));
   return out;
 }
 

@@ -30,6 +30,10 @@ void indexer_rope(float* x, int64_t rope, bool interleaved, const kernels::RopeT
 // Keys [rows][128] (bf16 values, before the Hadamard) from x [rows][d]: wk, LayerNorm, RoPE.
 void indexer_keys(const Config& c, const IndexerWeights& w, const kernels::RopeTable& rope, const float* x,
                   int64_t rows, const int64_t* pos, float* keys);
+// One token's query from its heads q [heads][dim] (wq_b's bf16 output; rotated in place) and
+// weights_proj's bf16 output wp [heads].
+IndexerQuery indexer_query(float* q, const float* wp, int64_t heads, int64_t dim, int64_t rope_dim, bool interleaved,
+                           const kernels::RopeTable& rope, int64_t pos);
 // Queries of rows: qr [rows][q_lora], x [rows][d].
 std::vector<IndexerQuery> indexer_queries(const Config& c, const IndexerWeights& w, const kernels::RopeTable& rope,
                                           const float* qr, const float* x, int64_t rows, const int64_t* pos);

@@ -95,9 +95,11 @@ void make_model(const models::MakeModelRequest& q) {
     throw Error("preset '" + q.preset + "' is the full model's config (for ledger and inspect); make-model writes " +
                 q.preset + "-tiny or " + q.preset + "-2l");
   const Config c = preset_config(q.preset);
+  // DeepSeek publishes the MTP layer with its own embedding and head (copies of the main ones;
+  // random here, so a test sees that they are the ones used); GLM-5's MTP layer shares them.
   std::vector<ExpectedTensor> all;
   for (auto& t : expected_tensors(c))
-    if (!t.optional) all.push_back(std::move(t));  // the MTP layer shares the main embedding and head
+    if (!t.optional || !c.glm()) all.push_back(std::move(t));
   // Wider dtypes first, so every tensor starts aligned to its element size.
   std::stable_sort(all.begin(), all.end(),
                    [](const auto& a, const auto& b) { return dtype_size(a.dtypes[0]) > dtype_size(b.dtypes[0]); });
