@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -161,6 +162,46 @@ TEST(DsaComponents, GroupLimitedRouter) {
       }
     }
   }
+}
+
+// An FP8 linear of the golden in the checkpoint's form (e4m3 codes + fp32 power-of-two
+// weight_scale_inv), as the engine binds it: the scales as e8m0 exponent bytes.
+kernels::LinearWeight fp8_linear(Golden& g, const std::string& stem, std::vector<std::vector<uint8_t>>& keep) {
+  const NpyArray& w = g.a(stem + ".weight");
+  const auto s = g.f(stem + ".weight_scale_inv");
+  auto& e = keep.emplace_back();
+  for (float v : s) e.push_back(uint8_t(std::ilogb(v) + 127));
+  return {kernels::WeightFormat::fp8, w.data.data(), e.data(), w.shape[0], w.shape[1]};
+}
+
+TEST(DsaComponents, MoeWithSharedExpert) {
+  Golden g("dsa", "moe");
+  LOAD_OR_SKIP(g);
+  const auto& p = g.meta["params"];
+  Config c;
+  c.hidden_size = p["hidden"];
+  c.n_routed_experts = p["experts"];
+  c.num_experts_per_tok = p["topk"];
+  c.n_shared_experts = p["n_shared_experts"];
+  c.routed_scaling_factor = p["routed_scaling_factor"];
+  std::vector<std::vector<uint8_t>> keep;
+  MoeWeights w;
+  w.gate = g.plain("gate.weight");
+  w.bias = g.f("gate.e_score_correction_bias");
+  auto swiglu = [&](const std::string& pre) {
+    return SwigluWeights{fp8_linear(g, pre + "gate_proj", keep), fp8_linear(g, pre + "up_proj", keep),
+                         fp8_linear(g, pre + "down_proj", keep)};
+  };
+  for (int64_t e = 0; e < c.n_routed_experts; ++e) w.experts.push_back(swiglu("experts." + std::to_string(e) + "."));
+  w.has_shared = true;
+  w.shared = swiglu("shared_experts.");
+  const auto x = g.f("x");
+  const int64_t rows = int64_t(x.size()) / c.hidden_size;
+  std::vector<float> shared(x.size()), out(x.size());
+  swiglu_mlp(w.shared, x.data(), rows, shared.data());
+  EXPECT_EQ(diff(shared.data(), g.f("shared_out"), "shared_out").mismatches, 0);
+  moe_forward(c, w, x.data(), rows, out.data());
+  EXPECT_EQ(diff(out.data(), g.f("out"), "moe out").mismatches, 0);
 }
 
 }  // namespace
