@@ -18,7 +18,13 @@ void encode_latent(const float* latent, int64_t kv_lora, const float* rope_key, 
 // out[0..kv_lora) the dequantized latent, out[kv_lora..kv_lora+rope) the rope key.
 void decode_latent(const uint8_t* entry, int64_t kv_lora, int64_t rope, float* out);
 
+// The same values as bf16 bits (exact: an e4m3 value times a power of two), for the attention
+// kernels that read bf16 keys (models/layers/kv_dots.h).
+void decode_latent_bf16(const uint8_t* entry, int64_t kv_lora, int64_t rope, uint16_t* out);
+
 void encode_index_key(const float* key, int64_t dim, uint8_t* entry);
+// The key's e4m3 values as bf16 bits (exact), and its scale.
+float decode_index_key_bf16(const uint8_t* entry, int64_t dim, uint16_t* out);
 // The key's e4m3 values (unscaled) into out[0..dim), and its scale (one per 128: dim == 128 in
 // both published models; the score multiplies by it once per key).
 float decode_index_key(const uint8_t* entry, int64_t dim, float* out);

@@ -132,7 +132,10 @@ void validate(const Config& c, const std::string& w) {
   // The kernels' shapes: 128-wide FP8 blocks of the latent and the index key, even RoPE pairs.
   require(c.kv_lora_rank % 128 == 0, w, "kv_lora_rank must be a multiple of 128 (the latent's FP8 blocks)");
   require(c.index_head_dim == 128, w, "index_head_dim must be 128 (one FP8 block and one scale per index key)");
-  require(c.qk_rope_head_dim % 2 == 0, w, "qk_rope_head_dim must be even");
+  require(c.qk_rope_head_dim % 16 == 0 && c.qk_rope_head_dim <= 512, w,
+          "qk_rope_head_dim must be a multiple of 16 (the attention kernels' lanes) and at most 512");
+  require(c.index_n_heads <= 256, w, "index_n_heads above 256 is not supported");
+  require(c.kv_lora_rank <= 8192, w, "kv_lora_rank above 8192 is not supported");
   require(c.qk_rope_head_dim <= c.index_head_dim, w,
           "qk_rope_head_dim exceeds index_head_dim (the indexer ropes its first qk_rope_head_dim dims)");
   require(int64_t(c.indexer_types.size()) == c.num_hidden_layers, w,

@@ -10,6 +10,7 @@
 #include "kernels/parallel.h"
 #include "kernels/topk.h"
 #include "models/dsa/cache_entries.h"
+#include "models/layers/kv_dots.h"
 
 namespace strata::dsa {
 
@@ -76,9 +77,10 @@ IndexerQuery indexer_query(float* q, const float* wp, int64_t heads, int64_t dim
     indexer_rope(qh, rope_dim, interleaved, rope, pos);
     kernels::hadamard(qh, dim, true);
     uint8_t codes[128];
-    float scale;
+    float scale, v[128];
     fp8_encode(qh, dim, codes, &scale);
-    fp8_codes_to_f32(codes, dim, o.q.data() + j * dim);
+    fp8_codes_to_f32(codes, dim, v);
+    for (int64_t i = 0; i < dim; ++i) o.q[size_t(j * dim + i)] = double(v[i]);
     const float wj = round_bf16(wp[j] * head_scale);
     o.w[size_t(j)] = (wj * scale) * dim_scale;
   }
@@ -101,18 +103,16 @@ std::vector<IndexerQuery> indexer_queries(const Config& c, const IndexerWeights&
 std::vector<float> indexer_scores(const IndexerQuery& q, int64_t heads, const cache::EntryArray& keys, int64_t first,
                                   int64_t n) {
   std::vector<float> score(static_cast<size_t>(n - first));
+  const models::KvDots kd = models::kv_dots();
   kernels::parallel_for(n - first, 64, [&](int64_t a, int64_t b) {
-    float k[128];
+    uint16_t k[128];
+    double d[256];
     for (int64_t s = first + a; s < first + b; ++s) {
-      const float ks = decode_index_key(keys.entry(s), 128, k);
+      const float ks = decode_index_key_bf16(keys.entry(s), 128, k);
+      // e4m3 products in fp64 and their sum are exact, so the kernel's order changes no bit.
+      kd.dots(q.q.data(), 128, heads, k, 128, d);
       double sum = 0;
-      for (int64_t j = 0; j < heads; ++j) {
-        const float* qj = q.q.data() + j * 128;
-        double d = 0;  // e4m3 products in fp64: exact, so the order does not matter
-        for (int64_t i = 0; i < 128; ++i) d += double(qj[i]) * double(k[i]);
-        const float dj = std::max(float(d), 0.0f);
-        sum += double(dj * q.w[size_t(j)]);
-      }
+      for (int64_t j = 0; j < heads; ++j) sum += double(std::max(float(d[j]), 0.0f) * q.w[size_t(j)]);
       score[size_t(s - first)] = float(sum) * ks;
     }
   });

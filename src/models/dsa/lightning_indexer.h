@@ -18,9 +18,11 @@
 
 namespace strata::dsa {
 
-// One token's indexer query: e4m3 values of every head [H_I][128] and the head weights [H_I].
+// One token's indexer query: e4m3 values of every head [H_I][128] (as doubles, the dot
+// kernel's operand) and the head weights [H_I].
 struct IndexerQuery {
-  std::vector<float> q, w;
+  std::vector<double> q;
+  std::vector<float> w;
 };
 
 // RoPE on the first `rope` dims of a [rope | rest] vector at pos: pairs (i, i + rope/2) when

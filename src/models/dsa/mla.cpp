@@ -12,6 +12,7 @@
 #include "kernels/rmsnorm.h"
 #include "models/dsa/cache_entries.h"
 #include "models/dsa/lightning_indexer.h"
+#include "models/layers/kv_dots.h"
 
 namespace strata::dsa {
 
@@ -24,35 +25,47 @@ void rms_norm(const float* x, const float* w, int64_t n, float eps, float* y) {
 
 namespace {
 
-// One row's attention over its selected keys (decoded rows of `keys`, [k][kv_lora + rope]):
-// q_lat [H][kv_lora], q_pe [H][rope] → o_lat [H][kv_lora], bf16 values.
-void attend(const Config& c, const float* q_lat, const float* q_pe, const float* keys, int64_t k, float scale,
+// One row's attention over its selected keys (entries decoded to bf16, [k][kv_lora + rope]):
+// q_lat [H][kv_lora], q_pe [H][rope] (bf16 values) → o_lat [H][kv_lora], bf16 values. The dots
+// are the canonical fp64 sums (models/layers/kv_dots.h), the values summed in key order.
+void attend(const Config& c, const float* q_lat, const float* q_pe, const uint16_t* keys, int64_t k, float scale,
             float* o_lat) {
   const int64_t H = c.num_attention_heads, L = c.kv_lora_rank, R = c.qk_rope_head_dim, W = L + R;
+  const models::KvDots kd = models::kv_dots();
   kernels::parallel_for(H, 1, [&](int64_t h0, int64_t h1) {
-    vector<float> z(static_cast<size_t>(k));
-    vector<double> acc(static_cast<size_t>(L));
-    for (int64_t h = h0; h < h1; ++h) {
-      const float* ql = q_lat + h * L;
-      const float* qp = q_pe + h * R;
-      float m = -std::numeric_limits<float>::infinity();
-      for (int64_t s = 0; s < k; ++s) {
-        const float a = kernels::dot(ql, keys + s * W, L);
-        const float b = kernels::dot(qp, keys + s * W + L, R);
-        z[size_t(s)] = (a + b) * scale;
-        m = std::max(m, z[size_t(s)]);
+    const int64_t G = h1 - h0;
+    vector<double> ql(static_cast<size_t>(G * L)), qp(static_cast<size_t>(G * R)), a(static_cast<size_t>(G)),
+        b(static_cast<size_t>(G));
+    for (int64_t i = 0; i < G * L; ++i) ql[size_t(i)] = double(q_lat[h0 * L + i]);
+    for (int64_t i = 0; i < G * R; ++i) qp[size_t(i)] = double(q_pe[h0 * R + i]);
+    vector<float> z(static_cast<size_t>(k * G));  // [key][head]
+    vector<float> m(static_cast<size_t>(G), -std::numeric_limits<float>::infinity());
+    for (int64_t s = 0; s < k; ++s) {
+      kd.dots(ql.data(), L, G, keys + s * W, L, a.data());
+      kd.dots(qp.data(), R, G, keys + s * W + L, R, b.data());
+      for (int64_t g = 0; g < G; ++g) {
+        const float zz = (float(a[size_t(g)]) + float(b[size_t(g)])) * scale;
+        z[size_t(s * G + g)] = zz;
+        m[size_t(g)] = std::max(m[size_t(g)], zz);
       }
-      vector<double> e(static_cast<size_t>(k));
-      double sum = 0;
-      for (int64_t s = 0; s < k; ++s) sum += (e[size_t(s)] = std::exp(double(z[size_t(s)]) - double(m)));
-      std::fill(acc.begin(), acc.end(), 0.0);
-      for (int64_t s = 0; s < k; ++s) {
-        const double p = double(round_bf16(float(e[size_t(s)] / sum)));
-        const float* v = keys + s * W;
-        for (int64_t i = 0; i < L; ++i) acc[size_t(i)] += p * double(v[i]);
-      }
-      for (int64_t i = 0; i < L; ++i) o_lat[h * L + i] = round_bf16(float(acc[size_t(i)]));
     }
+    // P = bf16(exp(z - m) / Σ) per head, fp64 inside and one rounding (the reference's softmax).
+    vector<double> e(static_cast<size_t>(k * G)), sum(static_cast<size_t>(G), 0.0);
+    for (int64_t s = 0; s < k; ++s)
+      for (int64_t g = 0; g < G; ++g)
+        sum[size_t(g)] += (e[size_t(s * G + g)] = std::exp(double(z[size_t(s * G + g)]) - double(m[size_t(g)])));
+    for (int64_t s = 0; s < k; ++s)
+      for (int64_t g = 0; g < G; ++g)
+        e[size_t(s * G + g)] = double(round_bf16(float(e[size_t(s * G + g)] / sum[size_t(g)])));
+    vector<double> acc(static_cast<size_t>(G * L), 0.0);
+    constexpr int64_t kBlock = 16;
+    const uint16_t* v[kBlock];
+    for (int64_t s0 = 0; s0 < k; s0 += kBlock) {
+      const int64_t nk = std::min(kBlock, k - s0);
+      for (int64_t j = 0; j < nk; ++j) v[j] = keys + (s0 + j) * W;
+      kd.accumulate(acc.data(), G, e.data() + s0 * G, v, nk, L);
+    }
+    for (int64_t i = 0; i < G * L; ++i) o_lat[h0 * L + i] = round_bf16(float(acc[size_t(i)]));
   });
 }
 
@@ -88,17 +101,17 @@ void mla_forward(const Config& c, const MlaWeights& w, const kernels::RopeTable&
       kernels::rope_rotate(qp, cs, sn, R / 2, false);
     }
   }
-  // q_lat[h] = bf16(q_nope[h] · W_UK[h]) for every row, a head at a time.
+  // q_lat[h] = bf16(q_nope[h] · W_UK[h]) for every row; heads split over the threads (each
+  // product small: split further, its hand-offs would cost more than its arithmetic).
   vector<float> q_lat(static_cast<size_t>(n * H * L));
-  {
+  kernels::parallel_for(H, 1, [&](int64_t h0, int64_t h1) {
     vector<float> qn(static_cast<size_t>(n * N)), ql(static_cast<size_t>(n * L));
-    for (int64_t h = 0; h < H; ++h) {
-      for (int64_t r = 0; r < n; ++r)
-        std::copy_n(q.data() + (r * H + h) * QK, N, qn.data() + r * N);
+    for (int64_t h = h0; h < h1; ++h) {
+      for (int64_t r = 0; r < n; ++r) std::copy_n(q.data() + (r * H + h) * QK, N, qn.data() + r * N);
       kernels::linear(w.uk_t[size_t(h)], qn.data(), n, ql.data(), true);
       for (int64_t r = 0; r < n; ++r) std::copy_n(ql.data() + r * L, L, q_lat.data() + (r * H + h) * L);
     }
-  }
+  });
   // The indexer's keys and queries.
   vector<float> ikeys;
   vector<IndexerQuery> iq;
@@ -124,7 +137,7 @@ void mla_forward(const Config& c, const MlaWeights& w, const kernels::RopeTable&
         index_key_entry(ikeys.data() + r * c.index_head_dim, c.index_head_dim, st.index_keys.append());
       }
     }
-    vector<float> keys;
+    vector<uint16_t> keys;
     for (int64_t t = 0; t < s.rows; ++t) {
       const int64_t r = row + t, visible = s.pos0 + t + 1;
       auto& sel = selection[size_t(r)];
@@ -135,22 +148,22 @@ void mla_forward(const Config& c, const MlaWeights& w, const kernels::RopeTable&
       const int64_t k = int64_t(sel.size());
       keys.resize(static_cast<size_t>(k * (L + R)));
       kernels::parallel_for(k, 64, [&](int64_t a, int64_t b) {
-        for (int64_t j = a; j < b; ++j) decode_latent(st.latent.entry(sel[size_t(j)]), L, R, keys.data() + j * (L + R));
+        for (int64_t j = a; j < b; ++j) decode_latent_bf16(st.latent.entry(sel[size_t(j)]), L, R, keys.data() + j * (L + R));
       });
       attend(c, q_lat.data() + r * H * L, q_pe.data() + r * H * R, keys.data(), k, scale, o_lat.data() + r * H * L);
     }
     row += s.rows;
   }
-  // o[h] = bf16(o_lat[h] · W_UVᵀ), then o_proj.
+  // o[h] = bf16(o_lat[h] · W_UVᵀ), heads split over the threads, then o_proj.
   vector<float> o(static_cast<size_t>(n * H * V));
-  {
+  kernels::parallel_for(H, 1, [&](int64_t h0, int64_t h1) {
     vector<float> ol(static_cast<size_t>(n * L)), oh(static_cast<size_t>(n * V));
-    for (int64_t h = 0; h < H; ++h) {
+    for (int64_t h = h0; h < h1; ++h) {
       for (int64_t r = 0; r < n; ++r) std::copy_n(o_lat.data() + (r * H + h) * L, L, ol.data() + r * L);
       kernels::linear(w.uv[size_t(h)], ol.data(), n, oh.data(), true);
       for (int64_t r = 0; r < n; ++r) std::copy_n(oh.data() + r * V, V, o.data() + (r * H + h) * V);
     }
-  }
+  });
   kernels::linear(w.o, o.data(), n, out, true);
 }
 

@@ -6,6 +6,7 @@
 
 #include "core/numfmt.h"
 #include "kernels/linear.h"
+#include "kernels/parallel.h"
 #include "kernels/swiglu.h"
 #include "kernels/topk.h"
 
@@ -64,16 +65,16 @@ void moe_forward(const Config& c, const MoeWeights& w, const float* x, int64_t r
     routes[size_t(r)] = route(c, w, logits.data() + r * E);
     for (int64_t e : routes[size_t(r)].experts) rows_of[size_t(e)].push_back(r);
   }
-  // Each expert over its rows at once; y_e kept per (row, rank) until the ordered sum.
+  // Each expert over its rows at once; y_e kept per (row, rank) until the ordered sum. Experts
+  // of a few rows (all of them in decode) run whole, one per thread from a shared counter, each
+  // streaming its own weights; experts of more rows one at a time, their products split over
+  // the threads. An expert's outputs do not depend on the thread that computes them.
   const int64_t K = c.num_experts_per_tok;
   vector<float> expert_out(static_cast<size_t>(rows * K * d));
-  vector<float> xs, ys;
-  for (int64_t e = 0; e < E; ++e) {
+  auto run = [&](int64_t e) {
     const auto& rs = rows_of[size_t(e)];
-    if (rs.empty()) continue;
     const int64_t m = int64_t(rs.size());
-    xs.resize(static_cast<size_t>(m * d));
-    ys.resize(static_cast<size_t>(m * d));
+    vector<float> xs(static_cast<size_t>(m * d)), ys(static_cast<size_t>(m * d));
     for (int64_t i = 0; i < m; ++i) std::copy_n(x + rs[size_t(i)] * d, d, xs.data() + i * d);
     swiglu_mlp(w.experts[size_t(e)], xs.data(), m, ys.data());
     for (int64_t i = 0; i < m; ++i) {
@@ -82,7 +83,17 @@ void moe_forward(const Config& c, const MoeWeights& w, const float* x, int64_t r
       const int64_t k = int64_t(std::find(ex.begin(), ex.end(), e) - ex.begin());
       std::copy_n(ys.data() + i * d, d, expert_out.data() + (r * K + k) * d);
     }
+  };
+  constexpr size_t kFewRows = 16;
+  vector<int64_t> few;
+  for (int64_t e = 0; e < E; ++e) {
+    if (rows_of[size_t(e)].empty()) continue;
+    if (rows_of[size_t(e)].size() <= kFewRows) few.push_back(e);
+    else run(e);
   }
+  kernels::parallel_for_dynamic(int64_t(few.size()), 1, 1, [&](int64_t b0, int64_t b1) {
+    for (int64_t i = b0; i < b1; ++i) run(few[size_t(i)]);
+  });
   vector<float> shared;
   if (w.has_shared) {
     shared.resize(static_cast<size_t>(rows * d));
