@@ -7,6 +7,7 @@
 #include "core/numfmt.h"
 #include "io/json_file.h"
 #include "kernels/linear.h"
+#include "models/batch_rows.h"
 #include "models/dsa/cache_entries.h"
 #include "models/dsa/lightning_indexer.h"
 #include "models/dsa/mla.h"
@@ -126,26 +127,9 @@ void Model::forward_batch(vector<BatchItem>& items) const {
     decoder(w_.layers[size_t(l)], segs, h.data(), n, selection);
   }
   for (int64_t t = 0; t < n; ++t) rms_norm(h.data() + t * d, w_.norm.data(), d, float(c.rms_norm_eps), h.data() + t * d);
-  vector<float> wanted;
-  int64_t row = 0;
-  for (size_t i = 0; i < items.size(); ++i) {
-    auto& it = items[i];
-    states[i]->pos += it.n;
-    if (it.hidden) it.hidden->assign(h.begin() + row * d, h.begin() + (row + it.n) * d);
-    row += it.n;
-    if (!it.logits && !it.all_logits) continue;
-    const int64_t first = it.all_logits ? row - it.n : row - 1;
-    wanted.insert(wanted.end(), h.begin() + first * d, h.begin() + row * d);
-  }
+  const vector<float> wanted = models::finish_rows(items, h, d);
   if (wanted.empty()) return;
-  const vector<float> logits = head(w_.head, wanted.data(), int64_t(wanted.size()) / d);
-  int64_t k = 0;
-  for (auto& it : items) {
-    if (!it.logits && !it.all_logits) continue;
-    const int64_t r = it.all_logits ? it.n : 1;
-    it.out.assign(logits.begin() + k * V, logits.begin() + (k + r) * V);
-    k += r;
-  }
+  models::hand_out_logits(items, head(w_.head, wanted.data(), int64_t(wanted.size()) / d), V);
 }
 
 void Model::mtp_forward_batch(vector<MtpItem>& items, int64_t j) const {
@@ -183,20 +167,9 @@ void Model::mtp_forward_batch(vector<MtpItem>& items, int64_t j) const {
   vector<vector<int32_t>> selection;
   decoder(m.layer, segs, x.data(), n, selection);
   for (int64_t t = 0; t < n; ++t) rms_norm(x.data() + t * d, m.final_norm.data(), d, eps, x.data() + t * d);
-  vector<float> wanted;
-  row = 0;
-  for (size_t i = 0; i < items.size(); ++i) {
-    auto& it = items[i];
-    states[i]->mtp_pos[0] += it.n;
-    it.streams.assign(x.begin() + row * d, x.begin() + (row + it.n) * d);
-    row += it.n;
-    if (it.logits) wanted.insert(wanted.end(), x.begin() + (row - 1) * d, x.begin() + row * d);
-  }
+  const vector<float> wanted = models::finish_mtp_rows(items, x, d, 0);
   if (wanted.empty()) return;
-  const vector<float> logits = head(m.head, wanted.data(), int64_t(wanted.size()) / d);
-  int64_t k = 0;
-  for (auto& it : items)
-    if (it.logits) it.out.assign(logits.begin() + k * V, logits.begin() + (k + 1) * V), ++k;
+  models::hand_out_mtp_logits(items, head(m.head, wanted.data(), int64_t(wanted.size()) / d), V);
 }
 
 void Model::restart_mtp(models::Sequence& s, int64_t pos, int64_t j) const {
