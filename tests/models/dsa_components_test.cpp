@@ -111,12 +111,12 @@ TEST(DsaComponents, LightningIndexer) {
     std::vector<float> w_all;
     for (int64_t t = 0; t < nq; ++t) {
       const IndexerQuery iq = indexer_query(q.data() + t * H * D, wp.data() + t * H, H, D, 64, interleaved, table, qpos[size_t(t)]);
-      w_all.insert(w_all.end(), iq.w.begin(), iq.w.end());
+      w_all.insert(w_all.end(), iq.w.begin(), iq.w.begin() + H);
       const int64_t visible = qpos[size_t(t)] + 1;
-      const auto sc = indexer_scores(iq, H, keys, 0, visible);
+      const auto sc = indexer_scores(iq, keys, 0, visible);
       for (int64_t s = 0; s < visible; ++s)
         EXPECT_EQ(sc[size_t(s)], want_scores[size_t(t * nk + s)]) << tag << " query " << t << " key " << s;
-      const auto sel = indexer_select(iq, H, keys, 0, visible, topk);
+      const auto sel = indexer_select(iq, keys, 0, visible, topk);
       std::vector<int64_t> want;
       for (int64_t i = 0; i < topk; ++i)
         if (want_sel[size_t(t * topk + i)] >= 0) want.push_back(want_sel[size_t(t * topk + i)]);

@@ -10,7 +10,7 @@
 #include "kernels/parallel.h"
 #include "kernels/topk.h"
 #include "models/dsa/cache_entries.h"
-#include "models/layers/kv_dots.h"
+#include "models/dsa/index_scan.h"
 
 namespace strata::dsa {
 
@@ -70,8 +70,9 @@ IndexerQuery indexer_query(float* q, const float* wp, int64_t heads, int64_t dim
   const float head_scale = float(std::pow(double(heads), -0.5));
   const float dim_scale = float(std::pow(double(dim), -0.5));
   IndexerQuery o;
-  o.q.resize(static_cast<size_t>(heads * dim));
-  o.w.resize(static_cast<size_t>(heads));
+  o.heads = (heads + 7) / 8 * 8;
+  o.qT.assign(static_cast<size_t>(dim * o.heads), 0.0);
+  o.w.assign(static_cast<size_t>(o.heads), 0.0f);
   for (int64_t j = 0; j < heads; ++j) {
     float* qh = q + j * dim;
     indexer_rope(qh, rope_dim, interleaved, rope, pos);
@@ -80,7 +81,7 @@ IndexerQuery indexer_query(float* q, const float* wp, int64_t heads, int64_t dim
     float scale, v[128];
     fp8_encode(qh, dim, codes, &scale);
     fp8_codes_to_f32(codes, dim, v);
-    for (int64_t i = 0; i < dim; ++i) o.q[size_t(j * dim + i)] = double(v[i]);
+    for (int64_t i = 0; i < dim; ++i) o.qT[size_t(i * o.heads + j)] = double(v[i]);
     const float wj = round_bf16(wp[j] * head_scale);
     o.w[size_t(j)] = (wj * scale) * dim_scale;
   }
@@ -100,33 +101,23 @@ std::vector<IndexerQuery> indexer_queries(const Config& c, const IndexerWeights&
   return out;
 }
 
-std::vector<float> indexer_scores(const IndexerQuery& q, int64_t heads, const cache::EntryArray& keys, int64_t first,
-                                  int64_t n) {
+std::vector<float> indexer_scores(const IndexerQuery& q, const cache::EntryArray& keys, int64_t first, int64_t n) {
   std::vector<float> score(static_cast<size_t>(n - first));
-  const models::KvDots kd = models::kv_dots();
-  kernels::parallel_for(n - first, 64, [&](int64_t a, int64_t b) {
-    uint16_t k[128];
-    double d[256];
-    for (int64_t s = first + a; s < first + b; ++s) {
-      const float ks = decode_index_key_bf16(keys.entry(s), 128, k);
-      // e4m3 products in fp64 and their sum are exact, so the kernel's order changes no bit.
-      kd.dots(q.q.data(), 128, heads, k, 128, d);
-      double sum = 0;
-      for (int64_t j = 0; j < heads; ++j) sum += double(std::max(float(d[j]), 0.0f) * q.w[size_t(j)]);
-      score[size_t(s - first)] = float(sum) * ks;
-    }
+  const IndexScanFn scan = index_scan_fn();
+  kernels::parallel_for(n - first, 256, [&](int64_t a, int64_t b) {
+    scan(q.qT.data(), q.w.data(), q.heads, keys, first + a, first + b, score.data() + a);
   });
   return score;
 }
 
-std::vector<int32_t> indexer_select(const IndexerQuery& q, int64_t heads, const cache::EntryArray& keys, int64_t first,
-                                    int64_t n, int64_t topk) {
+std::vector<int32_t> indexer_select(const IndexerQuery& q, const cache::EntryArray& keys, int64_t first, int64_t n,
+                                    int64_t topk) {
   std::vector<int32_t> sel;
   if (n - first <= topk) {  // every key: the scores cannot change the set
     for (int64_t s = first; s < n; ++s) sel.push_back(int32_t(s));
     return sel;
   }
-  const std::vector<float> score = indexer_scores(q, heads, keys, first, n);
+  const std::vector<float> score = indexer_scores(q, keys, first, n);
   for (int64_t s : kernels::topk(score.data(), n - first, topk)) sel.push_back(int32_t(first + s));
   std::sort(sel.begin(), sel.end());
   return sel;

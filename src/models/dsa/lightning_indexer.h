@@ -18,11 +18,13 @@
 
 namespace strata::dsa {
 
-// One token's indexer query: e4m3 values of every head [H_I][128] (as doubles, the dot
-// kernel's operand) and the head weights [H_I].
+// One token's indexer query for the scan (index_scan.h): the e4m3 values of every head,
+// transposed, qT[i * heads + j] (doubles), and the head weights w[heads]; heads padded to a
+// multiple of 8 with zero queries and weights (their terms are +0).
 struct IndexerQuery {
-  std::vector<double> q;
+  std::vector<double> qT;
   std::vector<float> w;
+  int64_t heads = 0;  // padded
 };
 
 // RoPE on the first `rope` dims of a [rope | rest] vector at pos: pairs (i, i + rope/2) when
@@ -42,11 +44,10 @@ std::vector<IndexerQuery> indexer_queries(const Config& c, const IndexerWeights&
 // The cache entry of one key (Hadamard, FP8).
 void index_key_entry(const float* key, int64_t dim, uint8_t* entry);
 // Scores of keys [first, n) for one query ([n - first]).
-std::vector<float> indexer_scores(const IndexerQuery& q, int64_t heads, const cache::EntryArray& keys, int64_t first,
-                                  int64_t n);
+std::vector<float> indexer_scores(const IndexerQuery& q, const cache::EntryArray& keys, int64_t first, int64_t n);
 // The selected positions among keys [first, n), ascending.
-std::vector<int32_t> indexer_select(const IndexerQuery& q, int64_t heads, const cache::EntryArray& keys, int64_t first,
-                                    int64_t n, int64_t topk);
+std::vector<int32_t> indexer_select(const IndexerQuery& q, const cache::EntryArray& keys, int64_t first, int64_t n,
+                                    int64_t topk);
 
 // LayerNorm with weight and bias: mean and variance as exact fp64 sums rounded once, divided in
 // fp32; y = bf16((x - mean) · rsqrt(var + eps) · w + b) in fp32.

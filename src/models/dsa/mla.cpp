@@ -142,7 +142,7 @@ void mla_forward(const Config& c, const MlaWeights& w, const kernels::RopeTable&
       const int64_t r = row + t, visible = s.pos0 + t + 1;
       auto& sel = selection[size_t(r)];
       if (w.has_indexer)
-        sel = indexer_select(iq[size_t(r)], c.index_n_heads, st.index_keys, st.first, visible, c.index_topk);
+        sel = indexer_select(iq[size_t(r)], st.index_keys, st.first, visible, c.index_topk);
       else if (sel.empty() || sel.back() >= visible || sel.front() < st.first)
         throw Error("mla: a shared-indexer layer has no selection from an earlier layer");
       const int64_t k = int64_t(sel.size());
