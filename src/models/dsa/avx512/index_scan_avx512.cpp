@@ -30,43 +30,33 @@ inline double fold16(__m512d lo, __m512d hi) {
   return _mm_cvtsd_f64(_mm_add_sd(c, _mm_unpackhi_pd(c, c)));
 }
 
-// Scores of keys e0 (and e1 when given) for heads in chunks of 64.
-template <bool Two>
-void score_keys(const double* qT, const float* w, int64_t heads, const uint8_t* e0, const uint8_t* e1, float* o0,
-                float* o1) {
+constexpr int kKeys = 4;       // keys a pass, sharing each load of the query
+constexpr int kBlockHeads = 32;  // heads a pass: their query block (128 x 32 doubles = 32 KB) stays in L1
+constexpr int64_t kTile = 64;   // keys whose lane sums are kept while the head blocks go by
+
+// Adds the head terms of heads [h0, h0 + 8·nc) of kKeys keys (entries e[k]) into their lanes.
+void block_pass(const double* qT, const float* w, int64_t heads, int64_t h0, int nc, const uint8_t* const* e,
+                double (*lanes)[16]) {
   const double* lut = e4m3_double_table();
-  __m512d lo0 = _mm512_setzero_pd(), hi0 = _mm512_setzero_pd(), lo1 = _mm512_setzero_pd(), hi1 = _mm512_setzero_pd();
-  for (int64_t h0 = 0; h0 < heads; h0 += 64) {
-    const int64_t nc = std::min<int64_t>(8, (heads - h0) / 8);
-    __m512d a0[8], a1[8];
-    for (int c = 0; c < 8; ++c) a0[c] = a1[c] = _mm512_setzero_pd();
-    for (int64_t i = 0; i < kIndexDim; ++i) {
-      const double* q = qT + i * heads + h0;
-      const __m512d k0 = _mm512_set1_pd(lut[e0[i]]);
-      const __m512d k1 = Two ? _mm512_set1_pd(lut[e1[i]]) : k0;
-      for (int c = 0; c < 8; ++c) {
-        if (c >= nc) break;
-        const __m512d qc = _mm512_loadu_pd(q + c * 8);
-        a0[c] = _mm512_fmadd_pd(qc, k0, a0[c]);
-        if (Two) a1[c] = _mm512_fmadd_pd(qc, k1, a1[c]);
-      }
-    }
-    for (int c = 0; c < nc; ++c) {  // chunk c holds heads h0 + 8c ..: lanes 0-7 when even, 8-15 when odd
-      const bool odd = ((h0 / 8 + c) & 1) != 0;
-      const __m512d t0 = head_terms(a0[c], w + h0 + c * 8);
-      (odd ? hi0 : lo0) = _mm512_add_pd(odd ? hi0 : lo0, t0);
-      if (Two) {
-        const __m512d t1 = head_terms(a1[c], w + h0 + c * 8);
-        (odd ? hi1 : lo1) = _mm512_add_pd(odd ? hi1 : lo1, t1);
-      }
+  __m512d acc[kKeys][kBlockHeads / 8];
+  for (auto& a : acc)
+    for (auto& c : a) c = _mm512_setzero_pd();
+  for (int64_t i = 0; i < kIndexDim; ++i) {
+    const double* q = qT + i * heads + h0;
+    __m512d kb[kKeys];
+    for (int k = 0; k < kKeys; ++k) kb[k] = _mm512_set1_pd(lut[e[k][i]]);
+    for (int c = 0; c < kBlockHeads / 8; ++c) {
+      if (c >= nc) break;
+      const __m512d qc = _mm512_loadu_pd(q + c * 8);
+      for (int k = 0; k < kKeys; ++k) acc[k][c] = _mm512_fmadd_pd(qc, kb[k], acc[k][c]);
     }
   }
-  float ks;
-  std::memcpy(&ks, e0 + kIndexDim, 4);
-  *o0 = float(fold16(lo0, hi0)) * ks;
-  if (Two) {
-    std::memcpy(&ks, e1 + kIndexDim, 4);
-    *o1 = float(fold16(lo1, hi1)) * ks;
+  for (int c = 0; c < nc; ++c) {  // heads h0 + 8c ..: lanes 0-7 when their chunk is even, 8-15 when odd
+    const int half = int((h0 / 8 + c) & 1) * 8;
+    for (int k = 0; k < kKeys; ++k) {
+      double* l = lanes[k] + half;
+      _mm512_storeu_pd(l, _mm512_add_pd(_mm512_loadu_pd(l), head_terms(acc[k][c], w + h0 + c * 8)));
+    }
   }
 }
 
@@ -74,10 +64,33 @@ void score_keys(const double* qT, const float* w, int64_t heads, const uint8_t* 
 
 void index_scan(const double* qT, const float* w, int64_t heads, const cache::EntryArray& keys, int64_t first,
                 int64_t n, float* out) {
-  int64_t s = first;
-  for (; s + 2 <= n; s += 2)
-    score_keys<true>(qT, w, heads, keys.entry(s), keys.entry(s + 1), out + (s - first), out + (s + 1 - first));
-  if (s < n) score_keys<false>(qT, w, heads, keys.entry(s), nullptr, out + (s - first), nullptr);
+  alignas(64) double lanes[kTile][16];
+  for (int64_t t0 = first; t0 < n; t0 += kTile) {
+    const int64_t nt = std::min(kTile, n - t0);
+    std::memset(lanes, 0, sizeof lanes);
+    for (int64_t h0 = 0; h0 < heads; h0 += kBlockHeads) {
+      const int nc = int(std::min<int64_t>(kBlockHeads, heads - h0) / 8);
+      for (int64_t g = 0; g < nt; g += kKeys) {
+        // A short last group repeats its last key; its extra lanes are not read.
+        const uint8_t* e[kKeys];
+        for (int k = 0; k < kKeys; ++k) e[k] = keys.entry(t0 + std::min<int64_t>(g + k, nt - 1));
+        double(*l)[16] = lanes + g;
+        double spare[kKeys][16];
+        if (g + kKeys > nt) {
+          for (int k = 0; k < kKeys; ++k) std::memcpy(spare[k], g + k < nt ? lanes[g + k] : lanes[nt - 1], sizeof spare[k]);
+          l = spare;
+        }
+        block_pass(qT, w, heads, h0, nc, e, l);
+        if (l == spare)
+          for (int64_t k = 0; g + k < nt; ++k) std::memcpy(lanes[g + k], spare[k], sizeof spare[k]);
+      }
+    }
+    for (int64_t k = 0; k < nt; ++k) {
+      float ks;
+      std::memcpy(&ks, keys.entry(t0 + k) + kIndexDim, 4);
+      out[t0 + k - first] = float(fold16(_mm512_loadu_pd(lanes[k]), _mm512_loadu_pd(lanes[k] + 8))) * ks;
+    }
+  }
 }
 
 }  // namespace strata::dsa::avx512
