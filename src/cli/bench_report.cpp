@@ -78,10 +78,16 @@ void print_bench_run(const nlohmann::ordered_json& j, const BenchOptions& o, boo
   if (j.contains("long_context")) {
     std::printf("decode step at long context (synthetic state in a cache pool; %lld steps each):\n",
                 (long long)o.context_steps);
-    for (const auto& r : j["long_context"])
-      std::printf("  context %8lld: %8.1f ms/token  %.2fx the first  (%.1f MB read per token, caches %.1f MB)\n",
+    for (const auto& r : j["long_context"]) {
+      std::printf("  context %8lld: %8.1f ms/token  %.2fx the first  (%.1f MB read per token, caches %.1f MB)",
                   (long long)r["context"].get<int64_t>(), r["step_ms"].get<double>(), r["ratio_to_first"].get<double>(),
                   r["bytes_per_token"].get<double>() / 1e6, r["cache_bytes"].get<double>() / 1e6);
+      if (r.contains("regions_ms"))
+        for (const auto& [name, ms] : r["regions_ms"].items())
+          std::printf("; %s %.1f ms (%.0f%%)", name.c_str(), ms.get<double>(),
+                      100 * ms.get<double>() / r["step_ms"].get<double>());
+      std::printf("\n");
+    }
   }
   if (j.contains("prefix_cache")) {
     const auto& c = j["prefix_cache"];

@@ -50,14 +50,21 @@ nlohmann::ordered_json long_context(const BenchOptions& o, const models::Model& 
     cs->use_workspace(ws.get());
     int64_t tok = 1;
     model.decode(*cs, tok);
+    // The profile's regions time what grows with the context outside the weight products (a
+    // sparse indexer's scan); its per-call cost is a clock read, nothing beside the products.
+    kernels::linear_profile_start();
     auto tc = std::chrono::steady_clock::now();
     for (int64_t i = 0; i < o.context_steps; ++i) model.decode(*cs, tok = (tok * 7919 + 13) % facts.vocab_size);
     const double ms = 1e3 * seconds_since(tc) / double(std::max<int64_t>(1, o.context_steps));
+    kernels::linear_profile_stop();
+    nlohmann::ordered_json regions = nlohmann::ordered_json::object();
+    for (const auto& r : kernels::region_profile())
+      regions[r.name] = 1e3 * r.seconds / double(std::max<int64_t>(1, o.context_steps));
     if (first_ms == 0) first_ms = ms;
     const auto tr = mc.decode_traffic(pos);
     rows.push_back({{"context", pos}, {"step_ms", ms}, {"ratio_to_first", ms / first_ms},
                     {"bytes_per_token", tr.total()}, {"cache_bytes", tr.caches}, {"pool_bytes", pool.bytes_in_use()},
-                    {"indexer_scratch_bytes", pool.workspace_bytes()}});
+                    {"indexer_scratch_bytes", pool.workspace_bytes()}, {"regions_ms", regions}});
   }
   return rows;
 }

@@ -15,6 +15,7 @@ struct Profile {
   std::atomic<bool> on{false};
   std::mutex mu;
   std::map<Key, LinearProfileEntry> entries;
+  std::map<std::string, RegionProfileEntry> regions;
 };
 Profile& profile() {
   static Profile p;
@@ -48,6 +49,7 @@ void linear_profile_start() {
   Profile& p = profile();
   std::lock_guard<std::mutex> g(p.mu);
   p.entries.clear();
+  p.regions.clear();
   p.on.store(true, std::memory_order_relaxed);
 }
 
@@ -75,6 +77,25 @@ void linear_profile_record(const LinearWeight& w, int64_t rows, double seconds) 
   e.calls += 1;
   e.seconds += seconds;
   e.weight_bytes = weight_bytes(w);
+}
+
+void region_profile_record(const char* name, double seconds) {
+  Profile& p = profile();
+  std::lock_guard<std::mutex> g(p.mu);
+  if (!p.on.load(std::memory_order_relaxed)) return;
+  RegionProfileEntry& e = p.regions[name];
+  e.name = name;
+  e.calls += 1;
+  e.seconds += seconds;
+}
+
+std::vector<RegionProfileEntry> region_profile() {
+  Profile& p = profile();
+  std::lock_guard<std::mutex> g(p.mu);
+  std::vector<RegionProfileEntry> out;
+  for (const auto& [k, e] : p.regions) out.push_back(e);
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.seconds > b.seconds; });
+  return out;
 }
 
 }  // namespace strata::kernels

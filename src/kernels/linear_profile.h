@@ -5,6 +5,7 @@
 // relaxed atomic load per call.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "kernels/linear.h"
@@ -28,6 +29,17 @@ void linear_profile_start();
 std::vector<LinearProfileEntry> linear_profile_stop();
 bool linear_profile_on();
 void linear_profile_record(const LinearWeight& w, int64_t rows, double seconds);
+
+// Named stretches of a step that are not weight products (a sparse indexer's scan of its keys),
+// recorded while the profile is on: time on the calling thread, summed over the calls.
+struct RegionProfileEntry {
+  std::string name;
+  int64_t calls = 0;
+  double seconds = 0;
+};
+void region_profile_record(const char* name, double seconds);
+// What was recorded since linear_profile_start, most time first.
+std::vector<RegionProfileEntry> region_profile();
 
 // Bytes of weight data and block scales a product reads once.
 double weight_bytes(const LinearWeight& w);

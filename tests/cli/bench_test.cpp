@@ -48,6 +48,26 @@ TEST(Bench, LongContextStepsRunFromAPooledState) {
   }
 }
 
+// A DSA model's long-context rows time its indexer's scan of every index key (the part of the
+// step that grows with the context), and the pool holds its latent and index-key blocks.
+TEST(Bench, DsaLongContextReportsTheIndexerScan) {
+  const std::string dir = (std::filesystem::temp_directory_path() / ("strata_bench_dsa_" + std::to_string(::getpid()))).string();
+  auto r = run_strata("make-model --preset deepseek-v3.2-tiny --seed 2 --out " + shell_quote(dir));
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = run_strata("bench --model " + shell_quote(dir) +
+                 " --skip-probes --json --prompt-tokens 4 --decode-tokens 2 --context 1024 --context-steps 2");
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& row = j["long_context"][0];
+  EXPECT_EQ(row["context"].get<int64_t>(), 1024);
+  ASSERT_TRUE(row["regions_ms"].contains("indexer scan")) << row.dump();
+  EXPECT_GT(row["regions_ms"]["indexer scan"].get<double>(), 0.0);
+  EXPECT_LT(row["regions_ms"]["indexer scan"].get<double>(), row["step_ms"].get<double>());
+  // 3 layers + 0 MTP: (260 + 132) B a token a layer, in 64-token blocks, for 1024 + 1 + 2 tokens
+  EXPECT_EQ(row["pool_bytes"].get<int64_t>(), 3 * (260 + 132) * 64 * 17);
+}
+
 // Every product of a decode step is in the profile: the head once a token, and the weight bytes
 // the rows account for are the step's (the traffic the roofline counts) less what no product
 // reads (one embedding row, the caches, the mHC / norm vectors, tid2eid rows).

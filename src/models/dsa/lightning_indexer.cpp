@@ -1,12 +1,14 @@
 #include "models/dsa/lightning_indexer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 
 #include "core/numfmt.h"
 #include "kernels/hadamard.h"
 #include "kernels/linear.h"
+#include "kernels/linear_profile.h"
 #include "kernels/parallel.h"
 #include "kernels/topk.h"
 #include "models/dsa/cache_entries.h"
@@ -104,9 +106,14 @@ std::vector<IndexerQuery> indexer_queries(const Config& c, const IndexerWeights&
 std::vector<float> indexer_scores(const IndexerQuery& q, const cache::EntryArray& keys, int64_t first, int64_t n) {
   std::vector<float> score(static_cast<size_t>(n - first));
   const IndexScanFn scan = index_scan_fn();
+  const bool timed = kernels::linear_profile_on();
+  const auto t0 = std::chrono::steady_clock::now();
   kernels::parallel_for(n - first, 256, [&](int64_t a, int64_t b) {
     scan(q.qT.data(), q.w.data(), q.heads, keys, first + a, first + b, score.data() + a);
   });
+  if (timed)
+    kernels::region_profile_record(
+        "indexer scan", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   return score;
 }
 
