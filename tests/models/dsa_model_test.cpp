@@ -13,6 +13,7 @@
 #include "io/json_file.h"
 #include "kernels/parallel.h"
 #include "models/dsa_fixture.h"
+#include "models/logits_golden.h"
 #include "models/numerics_profiles.h"
 
 namespace strata::dsa {
@@ -172,6 +173,31 @@ TEST(DsaModelLoad, TheIndexerRopeLayoutMatters) {
   auto s1 = t.model->new_sequence(), s2 = swapped.new_sequence();
   EXPECT_TRUE(same(t.model->forward(*s1, ids.data(), 60), swapped.forward(*s2, ids.data(), 60)));  // all keys chosen
   EXPECT_FALSE(same(t.model->forward(*s1, ids.data() + 60, 40), swapped.forward(*s2, ids.data() + 60, 40)));
+}
+
+TEST(DsaModelLoad, ThePublishedTop2048SelectsPastIt) {
+  // The published index_topk on tiny weights: through 2048 tokens every key is chosen (the
+  // same logits as no top-k at all); past it the indexer really selects (they differ), and one
+  // prefill equals a chunked prefill and decode there. (Three 2048-token prefills: a release
+  // build's seconds, minutes under the sanitizers, which the other tests here cover.)
+  if (STRATA_TEST_SANITIZED) GTEST_SKIP() << "long prefills are left to the release build";
+  const TinyDsa& t = testing::tiny_v32();
+  Config c = parse_config(read_json_file(t.dir + "/config.json"), t.dir);
+  c.index_topk = 2048;
+  const Model m(c, SafetensorsCheckpoint::open_dir(t.dir), false);
+  c.index_topk = 4096;
+  const Model all(c, SafetensorsCheckpoint::open_dir(t.dir), false);
+  const auto ids = random_ids(2060, 12, c.vocab_size);
+  auto a = m.new_sequence(), b = all.new_sequence(), ch = m.new_sequence();
+  EXPECT_TRUE(same(m.forward(*a, ids.data(), 2048), all.forward(*b, ids.data(), 2048)));
+  for (int64_t p = 0; p < 2048; p += 700) m.advance(*ch, ids.data() + p, std::min<int64_t>(700, 2048 - p));
+  int differ = 0;
+  for (int64_t p = 2048; p < 2060; ++p) {
+    const auto la = m.decode(*a, ids[size_t(p)]);
+    differ += !same(la, all.decode(*b, ids[size_t(p)]));
+    EXPECT_TRUE(same(la, m.decode(*ch, ids[size_t(p)]))) << p;
+  }
+  EXPECT_GT(differ, 0);
 }
 
 TEST(DsaModelLoad, StatesDescribeTheirCaches) {

@@ -28,9 +28,9 @@ namespace {
 // One row's attention over its selected keys (entries decoded to bf16, [k][kv_lora + rope]):
 // q_lat [H][kv_lora], q_pe [H][rope] (bf16 values) → o_lat [H][kv_lora], bf16 values. The dots
 // are the canonical fp64 sums (models/layers/kv_dots.h), the values summed in key order.
-void attend(const Config& c, const float* q_lat, const float* q_pe, const uint16_t* keys, int64_t k, float scale,
+void attend(const Config& c, const float* q_lat, const float* q_pe, const uint16_t* const* keys, int64_t k, float scale,
             float* o_lat) {
-  const int64_t H = c.num_attention_heads, L = c.kv_lora_rank, R = c.qk_rope_head_dim, W = L + R;
+  const int64_t H = c.num_attention_heads, L = c.kv_lora_rank, R = c.qk_rope_head_dim;
   const models::KvDots kd = models::kv_dots();
   kernels::parallel_for(H, 1, [&](int64_t h0, int64_t h1) {
     const int64_t G = h1 - h0;
@@ -41,8 +41,8 @@ void attend(const Config& c, const float* q_lat, const float* q_pe, const uint16
     vector<float> z(static_cast<size_t>(k * G));  // [key][head]
     vector<float> m(static_cast<size_t>(G), -std::numeric_limits<float>::infinity());
     for (int64_t s = 0; s < k; ++s) {
-      kd.dots(ql.data(), L, G, keys + s * W, L, a.data());
-      kd.dots(qp.data(), R, G, keys + s * W + L, R, b.data());
+      kd.dots(ql.data(), L, G, keys[s], L, a.data());
+      kd.dots(qp.data(), R, G, keys[s] + L, R, b.data());
       for (int64_t g = 0; g < G; ++g) {
         const float zz = (float(a[size_t(g)]) + float(b[size_t(g)])) * scale;
         z[size_t(s * G + g)] = zz;
@@ -59,12 +59,8 @@ void attend(const Config& c, const float* q_lat, const float* q_pe, const uint16
         e[size_t(s * G + g)] = double(round_bf16(float(e[size_t(s * G + g)] / sum[size_t(g)])));
     vector<double> acc(static_cast<size_t>(G * L), 0.0);
     constexpr int64_t kBlock = 16;
-    const uint16_t* v[kBlock];
-    for (int64_t s0 = 0; s0 < k; s0 += kBlock) {
-      const int64_t nk = std::min(kBlock, k - s0);
-      for (int64_t j = 0; j < nk; ++j) v[j] = keys + (s0 + j) * W;
-      kd.accumulate(acc.data(), G, e.data() + s0 * G, v, nk, L);
-    }
+    for (int64_t s0 = 0; s0 < k; s0 += kBlock)
+      kd.accumulate(acc.data(), G, e.data() + s0 * G, keys + s0, std::min(kBlock, k - s0), L);
     for (int64_t i = 0; i < G * L; ++i) o_lat[h0 * L + i] = round_bf16(float(acc[size_t(i)]));
   });
 }
@@ -137,7 +133,18 @@ void mla_forward(const Config& c, const MlaWeights& w, const kernels::RopeTable&
         index_key_entry(ikeys.data() + r * c.index_head_dim, c.index_head_dim, st.index_keys.append());
       }
     }
-    vector<uint16_t> keys;
+    // The keys as bf16 rows: a prefill decodes each visible key once for all its rows; a decode
+    // step only the keys it selects.
+    const int64_t W = L + R, end = s.pos0 + s.rows;
+    vector<uint16_t> decoded;
+    vector<const uint16_t*> ptr;
+    const bool all_keys = s.rows > 1;
+    if (all_keys) {
+      decoded.resize(static_cast<size_t>((end - st.first) * W));
+      kernels::parallel_for(end - st.first, 64, [&](int64_t a, int64_t b) {
+        for (int64_t j = a; j < b; ++j) decode_latent_bf16(st.latent.entry(st.first + j), L, R, decoded.data() + j * W);
+      });
+    }
     for (int64_t t = 0; t < s.rows; ++t) {
       const int64_t r = row + t, visible = s.pos0 + t + 1;
       auto& sel = selection[size_t(r)];
@@ -146,11 +153,17 @@ void mla_forward(const Config& c, const MlaWeights& w, const kernels::RopeTable&
       else if (sel.empty() || sel.back() >= visible || sel.front() < st.first)
         throw Error("mla: a shared-indexer layer has no selection from an earlier layer");
       const int64_t k = int64_t(sel.size());
-      keys.resize(static_cast<size_t>(k * (L + R)));
-      kernels::parallel_for(k, 64, [&](int64_t a, int64_t b) {
-        for (int64_t j = a; j < b; ++j) decode_latent_bf16(st.latent.entry(sel[size_t(j)]), L, R, keys.data() + j * (L + R));
-      });
-      attend(c, q_lat.data() + r * H * L, q_pe.data() + r * H * R, keys.data(), k, scale, o_lat.data() + r * H * L);
+      ptr.resize(static_cast<size_t>(k));
+      if (all_keys) {
+        for (int64_t j = 0; j < k; ++j) ptr[size_t(j)] = decoded.data() + (sel[size_t(j)] - st.first) * W;
+      } else {
+        decoded.resize(static_cast<size_t>(k * W));
+        kernels::parallel_for(k, 64, [&](int64_t a, int64_t b) {
+          for (int64_t j = a; j < b; ++j) decode_latent_bf16(st.latent.entry(sel[size_t(j)]), L, R, decoded.data() + j * W);
+        });
+        for (int64_t j = 0; j < k; ++j) ptr[size_t(j)] = decoded.data() + j * W;
+      }
+      attend(c, q_lat.data() + r * H * L, q_pe.data() + r * H * R, ptr.data(), k, scale, o_lat.data() + r * H * L);
     }
     row += s.rows;
   }
