@@ -126,8 +126,11 @@ TEST_P(DsaModel, MtpDecodeEqualsItsPrefillAndRestarts) {
     // A restart at 80: the layer runs on from there with filler entries before it.
     m.restart_mtp(*b, 80);
     EXPECT_EQ(b->mtp_pos[0], 80);
+    auto restored = b->clone();  // as a prefix restore leaves it: the entries, not where the fillers end
+    dynamic_cast<SequenceState&>(*restored).mtp[0].first = 0;
     const auto lr = m.mtp_forward(*b, hidden.data() + 80 * d, ids.data() + 81, 5);
     EXPECT_EQ(lr.size(), size_t(m.vocab_size()));
+    EXPECT_TRUE(same(m.mtp_forward(*restored, hidden.data() + 80 * d, ids.data() + 81, 5), lr)) << t->dir;
   }
 }
 

@@ -84,6 +84,12 @@ void decode_latent_bf16(const uint8_t* entry, int64_t kv_lora, int64_t rope, uin
   std::memcpy(out + kv_lora, entry + kv_lora + kv_lora / 128 * 4, size_t(rope) * 2);
 }
 
+bool latent_is_filler(const uint8_t* entry, int64_t kv_lora) {
+  float s;
+  std::memcpy(&s, entry + kv_lora, 4);
+  return s == 0.0f;
+}
+
 void encode_index_key(const float* key, int64_t dim, uint8_t* entry) {
   float scales[16];
   fp8_encode(key, dim, entry, scales);

@@ -22,6 +22,10 @@ void decode_latent(const uint8_t* entry, int64_t kv_lora, int64_t rope, float* o
 // kernels that read bf16 keys (models/layers/kv_dots.h).
 void decode_latent_bf16(const uint8_t* entry, int64_t kv_lora, int64_t rope, uint16_t* out);
 
+// Whether a latent entry is a filler (model.h restart_mtp: all zero bytes). A real entry's block
+// scales are positive (act_quant floors the amax), so a zero first scale tells them apart.
+bool latent_is_filler(const uint8_t* entry, int64_t kv_lora);
+
 void encode_index_key(const float* key, int64_t dim, uint8_t* entry);
 // The key's e4m3 values as bf16 bits (exact), and its scale.
 float decode_index_key_bf16(const uint8_t* entry, int64_t dim, uint16_t* out);

@@ -124,6 +124,17 @@ void mla_forward(const Config& c, const MlaWeights& w, const kernels::RopeTable&
   for (const auto& s : segs) {
     LayerState& st = *s.layer;
     if (int64_t(st.latent.size()) != s.pos0) throw Error("mla: the layer's cache does not end at the segment's position");
+    // A state restored from pool blocks (a prefix hit) carries an MTP layer's filler entries but
+    // not where they end: they are the prefix of zero-scale entries.
+    if (st.first == 0 && s.pos0 > 0 && latent_is_filler(st.latent.entry(0), L)) {
+      int64_t lo = 0, hi = s.pos0;  // entries [0, lo) fillers, [hi, pos0) real
+      while (lo < hi) {
+        const int64_t mid = (lo + hi) / 2;
+        if (latent_is_filler(st.latent.entry(mid), L)) lo = mid + 1;
+        else hi = mid;
+      }
+      st.first = lo;
+    }
     for (int64_t t = 0; t < s.rows; ++t) {
       const int64_t r = row + t;
       if (s.undo) s.undo->save_size(s.pos0 + t, st.latent);
