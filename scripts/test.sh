@@ -32,7 +32,7 @@ isa_layers='^(kernels|models)$'
 # ISA (FastLinear*), and the shorter whole-model fast goldens still run on each; the long
 # whole-model fast cases (300-token decodes, the profile-parameterised forward and batch tests)
 # run at the best ISA only.
-emulated_skip='GoldenFast\.(ProTiny300|FlashTiny300|ProTinyPrefill120|TinyDecodeFromPosition1|MoeTinyDecodeFromPosition1)|^Profiles/Dsv4(Forward|Batch)EveryProfile\..*/fast'
+emulated_skip='GoldenFast\.(ProTiny300|FlashTiny300|ProTinyPrefill120|TinyDecodeFromPosition1|MoeTinyDecodeFromPosition1|V32DecodeFromPosition1|V32Prefill150ThenDecodeTo300|Glm5Prefill75ThenDecodeTo300)|^Profiles/Dsv4(Forward|Batch)EveryProfile\..*/fast'
 run_suite scalar build/release "$isa_layers" "$emulated_skip" STRATA_ISA=scalar
 if build/release/strata --isa avx512 version >/dev/null 2>&1; then
   run_suite avx2 build/release "$isa_layers" "$emulated_skip" STRATA_ISA=avx2
