@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/huge_buffer.h"
 #include "core/numfmt.h"
 #include "kernels/dot.h"
 #include "kernels/linear.h"
@@ -79,12 +80,16 @@ void mla_forward(const Config& c, const MlaWeights& w, const kernels::RopeTable&
       for (int64_t t = 0; t < s.rows; ++t) pos[size_t(r++)] = s.pos0 + t;
   }
   // Projections over every row at once.
-  vector<float> qa(static_cast<size_t>(n * Q)), qr(static_cast<size_t>(n * Q)), q(static_cast<size_t>(n * H * QK)), kv(static_cast<size_t>(n * (L + R)));
+  // Working rows in huge-page memory, uninitialized (every element is written): at 256 rows the
+  // absorbed queries and outputs are 67 MB each, whose 4 KB faults cost more than their math.
+  CallBuffer<float> qa(static_cast<size_t>(n * Q)), qr(static_cast<size_t>(n * Q)), q(static_cast<size_t>(n * H * QK)),
+      kv(static_cast<size_t>(n * (L + R)));
   kernels::linear(w.q_a, x, n, qa.data(), true);
   for (int64_t r = 0; r < n; ++r) rms_norm(qa.data() + r * Q, w.q_a_norm.data(), Q, eps, qr.data() + r * Q);
   kernels::linear(w.q_b, qr.data(), n, q.data(), true);
   kernels::linear(w.kv_a, x, n, kv.data(), true);
-  vector<float> latent(static_cast<size_t>(n * L)), k_pe(static_cast<size_t>(n * R)), q_pe(static_cast<size_t>(n * H * R));
+  CallBuffer<float> latent(static_cast<size_t>(n * L)), k_pe(static_cast<size_t>(n * R)),
+      q_pe(static_cast<size_t>(n * H * R));
   float cs[256], sn[256];
   for (int64_t r = 0; r < n; ++r) {
     rms_norm(kv.data() + r * (L + R), w.kv_a_norm.data(), L, eps, latent.data() + r * L);
@@ -99,7 +104,7 @@ void mla_forward(const Config& c, const MlaWeights& w, const kernels::RopeTable&
   }
   // q_lat[h] = bf16(q_nope[h] · W_UK[h]) for every row; heads split over the threads (each
   // product small: split further, its hand-offs would cost more than its arithmetic).
-  vector<float> q_lat(static_cast<size_t>(n * H * L));
+  CallBuffer<float> q_lat(static_cast<size_t>(n * H * L));
   kernels::parallel_for(H, 1, [&](int64_t h0, int64_t h1) {
     vector<float> qn(static_cast<size_t>(n * N)), ql(static_cast<size_t>(n * L));
     for (int64_t h = h0; h < h1; ++h) {
@@ -119,7 +124,7 @@ void mla_forward(const Config& c, const MlaWeights& w, const kernels::RopeTable&
   // Per segment: append its entries, then each row attends to its selection.
   selection.resize(static_cast<size_t>(n));
   const float scale = float(c.softmax_scale());
-  vector<float> o_lat(static_cast<size_t>(n * H * L));
+  CallBuffer<float> o_lat(static_cast<size_t>(n * H * L));
   int64_t row = 0;
   for (const auto& s : segs) {
     LayerState& st = *s.layer;
@@ -179,7 +184,7 @@ void mla_forward(const Config& c, const MlaWeights& w, const kernels::RopeTable&
     row += s.rows;
   }
   // o[h] = bf16(o_lat[h] · W_UVᵀ), heads split over the threads, then o_proj.
-  vector<float> o(static_cast<size_t>(n * H * V));
+  CallBuffer<float> o(static_cast<size_t>(n * H * V));
   kernels::parallel_for(H, 1, [&](int64_t h0, int64_t h1) {
     vector<float> ol(static_cast<size_t>(n * L)), oh(static_cast<size_t>(n * V));
     for (int64_t h = h0; h < h1; ++h) {

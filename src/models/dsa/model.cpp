@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "core/huge_buffer.h"
 #include "core/numfmt.h"
 #include "io/json_file.h"
 #include "kernels/linear.h"
@@ -90,7 +91,7 @@ void Model::decoder(const DecoderWeights& w, const vector<Segment>& segs, float*
   const Config& c = config();
   const int64_t d = c.hidden_size;
   const float eps = float(c.rms_norm_eps);
-  vector<float> x(static_cast<size_t>(n * d)), out(static_cast<size_t>(n * d));
+  CallBuffer<float> x(static_cast<size_t>(n * d)), out(static_cast<size_t>(n * d));
   for (int64_t t = 0; t < n; ++t) rms_norm(h + t * d, w.input_norm.data(), d, eps, x.data() + t * d);
   mla_forward(c, w.attn, rope_, segs, x.data(), n, selection, out.data());
   for (int64_t i = 0; i < n * d; ++i) h[i] = round_bf16(h[i] + out[size_t(i)]);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/huge_buffer.h"
 #include "core/numfmt.h"
 #include "kernels/linear.h"
 #include "kernels/parallel.h"
@@ -48,7 +49,7 @@ Routing route(const Config& c, const MoeWeights& w, const float* logits) {
 
 void swiglu_mlp(const SwigluWeights& w, const float* x, int64_t rows, float* y) {
   const int64_t I = w.gate.out;
-  vector<float> g(static_cast<size_t>(rows * I)), u(static_cast<size_t>(rows * I)), a(static_cast<size_t>(rows * I));
+  CallBuffer<float> g(static_cast<size_t>(rows * I)), u(static_cast<size_t>(rows * I)), a(static_cast<size_t>(rows * I));
   kernels::linear(w.gate, x, rows, g.data(), true);
   kernels::linear(w.up, x, rows, u.data(), true);
   kernels::swiglu(g.data(), u.data(), rows * I, 0.0f, 1.0f, false, a.data());
@@ -70,7 +71,7 @@ void moe_forward(const Config& c, const MoeWeights& w, const float* x, int64_t r
   // streaming its own weights; experts of more rows one at a time, their products split over
   // the threads. An expert's outputs do not depend on the thread that computes them.
   const int64_t K = c.num_experts_per_tok;
-  vector<float> expert_out(static_cast<size_t>(rows * K * d));
+  CallBuffer<float> expert_out(static_cast<size_t>(rows * K * d));  // every (row, rank) slot is written
   auto run = [&](int64_t e) {
     const auto& rs = rows_of[size_t(e)];
     const int64_t m = int64_t(rs.size());
