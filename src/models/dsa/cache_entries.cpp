@@ -20,16 +20,6 @@ const std::array<float, 256>& e4m3_table() {
   return t;
 }
 
-// bf16 bits of every e4m3 code's value (exact: 3 mantissa bits).
-const std::array<uint16_t, 256>& e4m3_bf16_table() {
-  static const std::array<uint16_t, 256> t = [] {
-    std::array<uint16_t, 256> v{};
-    for (int i = 0; i < 256; ++i) v[size_t(i)] = f32_to_bf16(e4m3_to_f32(uint8_t(i)));
-    return v;
-  }();
-  return t;
-}
-
 }  // namespace
 
 void fp8_encode(const float* x, int64_t n, uint8_t* codes, float* scales) {
@@ -94,14 +84,6 @@ void encode_index_key(const float* key, int64_t dim, uint8_t* entry) {
   float scales[16];
   fp8_encode(key, dim, entry, scales);
   std::memcpy(entry + dim, scales, size_t(dim / 128) * 4);
-}
-
-float decode_index_key_bf16(const uint8_t* entry, int64_t dim, uint16_t* out) {
-  const auto& t = e4m3_bf16_table();
-  for (int64_t i = 0; i < dim; ++i) out[i] = t[entry[i]];
-  float s;
-  std::memcpy(&s, entry + dim, 4);
-  return s;
 }
 
 float decode_index_key(const uint8_t* entry, int64_t dim, float* out) {

@@ -27,8 +27,6 @@ void decode_latent_bf16(const uint8_t* entry, int64_t kv_lora, int64_t rope, uin
 bool latent_is_filler(const uint8_t* entry, int64_t kv_lora);
 
 void encode_index_key(const float* key, int64_t dim, uint8_t* entry);
-// The key's e4m3 values as bf16 bits (exact), and its scale.
-float decode_index_key_bf16(const uint8_t* entry, int64_t dim, uint16_t* out);
 // The key's e4m3 values (unscaled) into out[0..dim), and its scale (one per 128: dim == 128 in
 // both published models; the score multiplies by it once per key).
 float decode_index_key(const uint8_t* entry, int64_t dim, float* out);

@@ -7,7 +7,6 @@
 #include "core/error.h"
 #include "core/huge_buffer.h"
 #include "core/numfmt.h"
-#include "kernels/dot.h"
 #include "kernels/linear.h"
 #include "kernels/parallel.h"
 #include "kernels/rmsnorm.h"
