@@ -74,4 +74,15 @@ void Model::rollback_mtp(Sequence& st, cache::UndoLog& undo, int64_t pos, int64_
 
 void Model::restart_mtp(Sequence&, int64_t, int64_t) const { throw Error("this model has no MTP block"); }
 
+void Model::check_ids(const int64_t* ids, int64_t n, int64_t pos0) const {
+  if (n < 1) throw Error("forward: no tokens to run");
+  for (int64_t i = 0; i < n; ++i)
+    if (ids[i] < 0 || ids[i] >= vocab_size())
+      throw Error("token id " + std::to_string(ids[i]) + " is outside the vocabulary [0, " +
+                  std::to_string(vocab_size()) + ")");
+  if (pos0 + n > max_positions())
+    throw Error("sequence of " + std::to_string(pos0 + n) + " tokens exceeds max_position_embeddings " +
+                std::to_string(max_positions()));
+}
+
 }  // namespace strata::models

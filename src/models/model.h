@@ -141,6 +141,11 @@ class Model {
   }
   // What each layer holds (`strata logits --stats`).
   virtual std::string describe_state(const Sequence& st) const { return {}; }
+
+ protected:
+  // Throws strata::Error for an empty run, an id outside the vocabulary, or a sequence that
+  // would pass max_positions() once the n tokens at pos0 run.
+  void check_ids(const int64_t* ids, int64_t n, int64_t pos0) const;
 };
 
 }  // namespace strata::models

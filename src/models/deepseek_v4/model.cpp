@@ -105,17 +105,6 @@ vector<float> Model::logits_from_state(const float* state, const HcWeights& hcw,
   return logits;
 }
 
-void Model::check_ids(const int64_t* ids, int64_t n, int64_t pos0) const {
-  if (n < 1) throw Error("forward: no tokens to run");
-  for (int64_t i = 0; i < n; ++i)
-    if (ids[i] < 0 || ids[i] >= cfg_.vocab_size)
-      throw Error("token id " + std::to_string(ids[i]) + " is outside the vocabulary [0, " +
-                  std::to_string(cfg_.vocab_size) + ")");
-  if (pos0 + n > max_positions())
-    throw Error("sequence of " + std::to_string(pos0 + n) + " tokens exceeds max_position_embeddings " +
-                std::to_string(max_positions()));
-}
-
 void Model::run_block(const LayerWeights& lw, const AttentionSpec& as, const MoeSpec& ms,
                       const std::vector<AttentionSegment>& segs, float* h, const int64_t* ids, int64_t n) const {
   const int64_t d = cfg_.hidden_size, hc = cfg_.hc_mult;

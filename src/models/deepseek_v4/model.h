@@ -78,7 +78,6 @@ class Model final : public models::Model {
   // streams h [n][hc][d] in place.
   void run_block(const LayerWeights& lw, const AttentionSpec& as, const MoeSpec& ms,
                  const std::vector<AttentionSegment>& segs, float* h, const int64_t* ids, int64_t n) const;
-  void check_ids(const int64_t* ids, int64_t n, int64_t pos0) const;
 
   std::vector<AttentionSpec> attn_;  // main layers, then MTP blocks
   std::vector<MoeSpec> moe_;

@@ -1,8 +1,6 @@
 #include "models/dsa/cache_entries.h"
 
-#include <algorithm>
 #include <array>
-#include <cmath>
 #include <cstring>
 
 #include "core/numfmt.h"
@@ -25,9 +23,7 @@ const std::array<float, 256>& e4m3_table() {
 void fp8_encode(const float* x, int64_t n, uint8_t* codes, float* scales) {
   for (int64_t b = 0; b < n / 128; ++b) {
     const float* xb = x + b * 128;
-    float amax = 0;
-    for (int64_t i = 0; i < 128; ++i) amax = std::max(amax, std::fabs(xb[i]));
-    const float s = kernels::fp8_block_scale(std::max(amax, kernels::kFp8AmaxFloor));
+    const float s = e8m0_to_f32(kernels::fp8_block_scale_e8m0(xb, 128));
     scales[b] = s;
     for (int64_t i = 0; i < 128; ++i) codes[b * 128 + i] = f32_to_e4m3(xb[i] / s, true);  // exact division by 2^k
   }

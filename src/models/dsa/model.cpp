@@ -63,17 +63,6 @@ std::unique_ptr<models::Sequence> Model::new_sequence(const models::CacheOptions
   return std::make_unique<SequenceState>(new_state(config()));
 }
 
-void Model::check_ids(const int64_t* ids, int64_t n, int64_t pos0) const {
-  if (n < 1) throw Error("forward: no tokens to run");
-  for (int64_t i = 0; i < n; ++i)
-    if (ids[i] < 0 || ids[i] >= config().vocab_size)
-      throw Error("token id " + std::to_string(ids[i]) + " is outside the vocabulary [0, " +
-                  std::to_string(config().vocab_size) + ")");
-  if (pos0 + n > max_positions())
-    throw Error("sequence of " + std::to_string(pos0 + n) + " tokens exceeds max_position_embeddings " +
-                std::to_string(max_positions()));
-}
-
 void Model::embed(const uint16_t* table, const int64_t* ids, int64_t n, float* h) const {
   const int64_t d = config().hidden_size;
   for (int64_t t = 0; t < n; ++t)

@@ -39,7 +39,6 @@ class Model final : public models::Model {
   std::string describe_state(const models::Sequence& st) const override;
 
  private:
-  void check_ids(const int64_t* ids, int64_t n, int64_t pos0) const;
   void embed(const uint16_t* table, const int64_t* ids, int64_t n, float* h) const;
   void decoder(const DecoderWeights& w, const std::vector<Segment>& segs, float* h, int64_t n,
                std::vector<std::vector<int32_t>>& selection) const;

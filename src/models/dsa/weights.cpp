@@ -1,6 +1,5 @@
 #include "models/dsa/weights.h"
 
-#include <cmath>
 #include <cstring>
 
 #include "core/error.h"
@@ -65,7 +64,7 @@ struct Binder {
       for (int64_t i = 0; i < s.info->numel(); ++i) {
         float f;
         std::memcpy(&f, s.data + 4 * i, 4);
-        e[i] = uint8_t(std::ilogb(f) + 127);
+        e[i] = e8m0_ceil_from_f32(f);
       }
       scale = e;
     }

@@ -42,7 +42,6 @@ class Model final : public models::Model {
   void decoder(const DecoderWeights& w, const std::vector<Segment>& segs, float* h, int64_t n) const;
 
  private:
-  void check_ids(const int64_t* ids, int64_t n, int64_t pos0) const;
   void embed(const int64_t* ids, int64_t n, float* h) const;
   // bf16 logits of `rows` final hidden rows.
   std::vector<float> head(const float* rows, int64_t n) const;
