@@ -126,8 +126,18 @@ TEST_P(DsaModel, MtpDecodeEqualsItsPrefillAndRestarts) {
     // A restart at 80: the layer runs on from there with filler entries before it.
     m.restart_mtp(*b, 80);
     EXPECT_EQ(b->mtp_pos[0], 80);
-    auto restored = b->clone();  // as a prefix restore leaves it: the entries, not where the fillers end
-    dynamic_cast<SequenceState&>(*restored).mtp[0].first = 0;
+    // A prefix restore gives a fresh state the entries' bytes and nothing else: the fillers'
+    // extent must come from them.
+    auto restored = m.new_sequence();
+    restored->pos = b->pos;
+    restored->mtp_pos = b->mtp_pos;
+    const LayerState& from = dynamic_cast<SequenceState&>(*b).mtp[0];
+    LayerState& to = dynamic_cast<SequenceState&>(*restored).mtp[0];
+    to.latent.assign_bytes(from.latent.to_bytes());
+    to.index_keys.assign_bytes(from.index_keys.to_bytes());
+    const int64_t kv_lora = m.config().kv_lora_rank;
+    EXPECT_EQ(to.fillers(80, kv_lora), 80);  // all of them, read from the bytes alone
+    EXPECT_EQ(dynamic_cast<SequenceState&>(*st).layers[0].fillers(n, kv_lora), 0);  // a main layer: none
     const auto lr = m.mtp_forward(*b, hidden.data() + 80 * d, ids.data() + 81, 5);
     EXPECT_EQ(lr.size(), size_t(m.vocab_size()));
     EXPECT_TRUE(same(m.mtp_forward(*restored, hidden.data() + 80 * d, ids.data() + 81, 5), lr)) << t->dir;

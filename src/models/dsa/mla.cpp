@@ -78,9 +78,9 @@ void mla_forward(const Config& c, const MlaWeights& w, const kernels::RopeTable&
     for (const auto& s : segs)
       for (int64_t t = 0; t < s.rows; ++t) pos[size_t(r++)] = s.pos0 + t;
   }
-  // Projections over every row at once.
-  // Working rows in huge-page memory, uninitialized (every element is written): at 256 rows the
-  // absorbed queries and outputs are 67 MB each, whose 4 KB faults cost more than their math.
+  // Projections over every row at once, into working rows in huge-page memory, uninitialized
+  // (every element is written): at 256 rows the absorbed queries and outputs are 67 MB each,
+  // whose 4 KB faults cost more than their math.
   CallBuffer<float> qa(static_cast<size_t>(n * Q)), qr(static_cast<size_t>(n * Q)), q(static_cast<size_t>(n * H * QK)),
       kv(static_cast<size_t>(n * (L + R)));
   kernels::linear(w.q_a, x, n, qa.data(), true);
@@ -128,17 +128,7 @@ void mla_forward(const Config& c, const MlaWeights& w, const kernels::RopeTable&
   for (const auto& s : segs) {
     LayerState& st = *s.layer;
     if (int64_t(st.latent.size()) != s.pos0) throw Error("mla: the layer's cache does not end at the segment's position");
-    // A state restored from pool blocks (a prefix hit) carries an MTP layer's filler entries but
-    // not where they end: they are the prefix of zero-scale entries.
-    if (st.first == 0 && s.pos0 > 0 && latent_is_filler(st.latent.entry(0), L)) {
-      int64_t lo = 0, hi = s.pos0;  // entries [0, lo) fillers, [hi, pos0) real
-      while (lo < hi) {
-        const int64_t mid = (lo + hi) / 2;
-        if (latent_is_filler(st.latent.entry(mid), L)) lo = mid + 1;
-        else hi = mid;
-      }
-      st.first = lo;
-    }
+    const int64_t first = st.fillers(s.pos0, L);  // keys before it are an MTP restart's fillers
     for (int64_t t = 0; t < s.rows; ++t) {
       const int64_t r = row + t;
       if (s.undo) s.undo->save_size(s.pos0 + t, st.latent);
@@ -155,22 +145,22 @@ void mla_forward(const Config& c, const MlaWeights& w, const kernels::RopeTable&
     vector<const uint16_t*> ptr;
     const bool all_keys = s.rows > 1;
     if (all_keys) {
-      decoded.resize(static_cast<size_t>((end - st.first) * W));
-      kernels::parallel_for(end - st.first, 64, [&](int64_t a, int64_t b) {
-        for (int64_t j = a; j < b; ++j) decode_latent_bf16(st.latent.entry(st.first + j), L, R, decoded.data() + j * W);
+      decoded.resize(static_cast<size_t>((end - first) * W));
+      kernels::parallel_for(end - first, 64, [&](int64_t a, int64_t b) {
+        for (int64_t j = a; j < b; ++j) decode_latent_bf16(st.latent.entry(first + j), L, R, decoded.data() + j * W);
       });
     }
     for (int64_t t = 0; t < s.rows; ++t) {
       const int64_t r = row + t, visible = s.pos0 + t + 1;
       auto& sel = selection[size_t(r)];
       if (w.has_indexer)
-        sel = indexer_select(iq[size_t(r)], st.index_keys, st.first, visible, c.index_topk);
-      else if (sel.empty() || sel.back() >= visible || sel.front() < st.first)
+        sel = indexer_select(iq[size_t(r)], st.index_keys, first, visible, c.index_topk);
+      else if (sel.empty() || sel.back() >= visible || sel.front() < first)
         throw Error("mla: a shared-indexer layer has no selection from an earlier layer");
       const int64_t k = int64_t(sel.size());
       ptr.resize(static_cast<size_t>(k));
       if (all_keys) {
-        for (int64_t j = 0; j < k; ++j) ptr[size_t(j)] = decoded.data() + (sel[size_t(j)] - st.first) * W;
+        for (int64_t j = 0; j < k; ++j) ptr[size_t(j)] = decoded.data() + (sel[size_t(j)] - first) * W;
       } else {
         decoded.resize(static_cast<size_t>(k * W));
         kernels::parallel_for(k, 64, [&](int64_t a, int64_t b) {

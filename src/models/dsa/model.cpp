@@ -166,8 +166,8 @@ void Model::restart_mtp(models::Sequence& s, int64_t pos, int64_t j) const {
   if (j != 0 || !w_.has_mtp) throw Error("restart_mtp: the checkpoint has no MTP layer " + std::to_string(j));
   SequenceState& st = state_of(s);
   if (pos < 0 || pos > st.pos) throw Error("restart_mtp: position " + std::to_string(pos) + " is not within the sequence");
-  // Filler entries for [0, pos), which no query reads (LayerState::first): the layer attends only
-  // to what it runs from pos on, and keeps one entry per token as the pool counts them.
+  // Filler entries for [0, pos), which no query reads (LayerState::fillers): the layer attends
+  // only to what it runs from pos on, and keeps one entry per token as the pool counts them.
   LayerState& L = st.mtp[0];
   L.latent.resize(0);
   L.index_keys.resize(0);
@@ -175,7 +175,6 @@ void Model::restart_mtp(models::Sequence& s, int64_t pos, int64_t j) const {
     std::fill_n(L.latent.append(), L.latent.entry_bytes(), uint8_t(0));
     if (L.has_index_keys) std::fill_n(L.index_keys.append(), L.index_keys.entry_bytes(), uint8_t(0));
   }
-  L.first = pos;
   st.mtp_pos[0] = pos;
 }
 

@@ -4,8 +4,20 @@
 
 #include "cache/cache_map.h"
 #include "core/error.h"
+#include "models/dsa/cache_entries.h"
 
 namespace strata::dsa {
+
+int64_t LayerState::fillers(int64_t n, int64_t kv_lora) const {
+  if (n == 0 || !latent_is_filler(latent.entry(0), kv_lora)) return 0;  // every main layer, at once
+  int64_t lo = 0, hi = n;  // fillers are a prefix: entries [0, lo) fillers, [hi, n) real
+  while (lo < hi) {
+    const int64_t mid = (lo + hi) / 2;
+    if (latent_is_filler(latent.entry(mid), kv_lora)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
 
 SequenceState new_state(const Config& c) {
   SequenceState st;

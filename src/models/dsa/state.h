@@ -16,9 +16,11 @@ struct LayerState {
   cache::EntryArray latent;
   cache::EntryArray index_keys;  // empty and unused in a shared-indexer layer
   bool has_index_keys = false;
-  // Entries before this position are fillers no query reads: an MTP layer restarted at a
-  // position keeps one entry per token (the pool's accounting) without the history it never saw.
-  int64_t first = 0;
+  // How many of the first n entries are fillers, which no query reads: an MTP layer restarted at
+  // a position keeps one entry per token (the pool's accounting) without the history it never
+  // saw. Derived from the entries themselves (a filler's scales are zero, a real entry's never),
+  // so a copy, an export or a prefix restore carries it with them.
+  int64_t fillers(int64_t n, int64_t kv_lora) const;
 };
 
 struct SequenceState final : models::Sequence {
