@@ -40,7 +40,7 @@ import torch
 
 from .deepseek_v4 import apply_rope, lin, rms_norm, rope_freqs, rope_table, topk_desc
 from .formats import E4M3_LUT, act_quant, bf16, bf16_from_bits, e4m3_decode, e4m3_encode, hadamard
-from .numerics import einsum, get_profile, linear_mm, mean_sq, rsqrt, sigmoid, silu, softmax, sum_exact
+from .numerics import FAST_ORDER, einsum, get_profile, linear_mm, mean_sq, pair_step_dot, rsqrt, sigmoid, silu, softmax, sum_exact
 from .safetensors_io import Checkpoint
 
 MODEL_TYPES = ("deepseek_v32", "glm_moe_dsa")
@@ -356,9 +356,13 @@ class MLA:
 
 # ============================================================== lightning indexer
 def index_scores(qc, w, kc, ks):
-    """I[t,s] = fp32(fp32(sum_exact_j fp32(relu(d[t,j,s]) * w[t,j])) * ks[s]), d = mm of the e4m3
-    values qc [S,HI,128] . kc [N,128]; w [S,HI]; ks [N]. Returns [S, N] (no causal mask)."""
-    d = einsum("sjd,nd->sjn", qc, kc)
+    """I[t,s] = fp32(fp32(sum_exact_j fp32(relu(d[t,j,s]) * w[t,j])) * ks[s]), d the dot of the e4m3
+    values qc [S,HI,128] . kc [N,128]: mm (exact) in the exact profile, pair_step_dot (fp32 steps)
+    in the fast one; w [S,HI]; ks [N]. Returns [S, N] (no causal mask)."""
+    if get_profile() == "exact" or FAST_ORDER["index_dot"] == "exact":   # the latter: spread measurements
+        d = einsum("sjd,nd->sjn", qc, kc)
+    else:
+        d = pair_step_dot(qc.unsqueeze(2), kc.unsqueeze(0).unsqueeze(0))
     t = torch.relu(d) * w.unsqueeze(-1)
     return sum_exact(t, 1, False) * ks.unsqueeze(0)
 

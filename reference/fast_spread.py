@@ -17,6 +17,8 @@ row's max |logit|, and how many rows keep their argmax:
   lanes8       8 lanes instead of 16 (bf16: lane i takes the pair (2i, 2i+1) of every 16 columns)
   fold_blocks  16 lanes, the lanes' block sums folded at every 128-column block end, one total
   sequential   one fp32 accumulator through all columns (bf16: pair steps in column order)
+  index_exact  the defined order, but the DSA indexer's q·k dots summed exactly and rounded once
+               (the fast profile's dot rounds at each of its 128 steps)
   exact        the exact profile (for scale: the fast profile's own distance from it)
 
 --base DIR takes the defined order's logits from DIR/<case>.npy (a goldens run with --keep) instead
@@ -37,6 +39,7 @@ ORDERS = {
     "lanes8": {"lanes": 8},
     "fold_blocks": {"fold_each_block": True},
     "sequential": {"lanes": 1, "block": None},
+    "index_exact": {"index_dot": "exact"},
     "exact": None,
 }
 

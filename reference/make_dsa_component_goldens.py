@@ -32,6 +32,7 @@ import numpy as np
 import torch
 
 from . import dsa
+from . import numerics
 from .dsa_tiny_checkpoint import Builder, config as preset_config, layer as tiny_layer
 from .formats import act_quant, bf16, dequant_fp8_weight, e4m3_encode, e8m0_decode, quant_fp8_weight
 from .make_component_goldens import Golden
@@ -162,7 +163,9 @@ def g_indexer(root):
                "0..63 ([rope | nope]), Hadamard (bf16((x H) * 128^-0.5)), act_quant per 128 -> (codes, scale); key entry = "
                "128 codes | fp32 scale = 132 B; wp = bf16(wp_lin * fp32(4^-0.5)); w = fp32(fp32(wp * q_scale) * fp32(128^-0.5)); "
                "d = exact dot of the e4m3 values; score[t,s] = fp32(fp32(sum_exact_j fp32(relu(d[t,j,s]) * w[t,j])) * k_scale[s]) "
-               "for s <= t (-inf above); selected = top min(topk, t+1) by score, ties -> lower s, listed ascending")
+               "for s <= t (-inf above); selected = top min(topk, t+1) by score, ties -> lower s, listed ascending; "
+               "fast_scores / fast_selected: the same in the fast profile, d = fp32 steps over the column pairs in order, the "
+               "odd column's product first (numerics.pair_step_dot)")
     kp = bfr(N, D, seed=11)
     kp[3, :64] = 0.0
     kp[7] = kp[3]            # same nope dims, zero rope dims: identical after RoPE -> a score tie for every query
@@ -185,10 +188,14 @@ def g_indexer(root):
             pos = torch.tensor(T_pos).unsqueeze(1)
             sel = torch.cat([dsa.select_topk(sc[i:i + 1], T_pos[i], 4) for i in range(len(T_pos))])
             straddle &= any(bool(sel[i, 3]) != bool(sel[i, 7]) for i in range(len(T_pos)) if T_pos[i] >= 7)
+            with numerics.profile("fast"):   # the fast profile's dots: fp32 steps pair by pair
+                fsc = dsa.index_scores(qc.flatten(-2), w, kq.flatten(-2), ks.reshape(-1))
+            fsel = torch.cat([dsa.select_topk(fsc[i:i + 1], T_pos[i], 4) for i in range(len(T_pos))])
+            above = torch.arange(N).unsqueeze(0) > pos
             out[name] = dict(q_rot=q, k_rot=k, q_codes=torch.from_numpy(e4m3_encode(qc.flatten(-2))),
                              q_scales=qs.reshape(len(T_pos), HI), k_codes=torch.from_numpy(e4m3_encode(kq.flatten(-2))),
-                             k_scales=ks.reshape(-1), w=w, scores=sc.masked_fill(torch.arange(N).unsqueeze(0) > pos, float("-inf")),
-                             sel=sel)
+                             k_scales=ks.reshape(-1), w=w, scores=sc.masked_fill(above, float("-inf")), sel=sel,
+                             fast_scores=fsc.masked_fill(above, float("-inf")), fast_sel=fsel)
         if straddle:
             break
     assert straddle, "no seed puts the 3 / 7 tie on the selection boundary"
@@ -197,12 +204,13 @@ def g_indexer(root):
     g.f32("wp_lin", wl)
     g.i64("query_positions", torch.tensor(T_pos))
     for name, o in out.items():
-        for k in ("q_rot", "k_rot", "q_scales", "k_scales", "w", "scores"):
+        for k in ("q_rot", "k_rot", "q_scales", "k_scales", "w", "scores", "fast_scores"):
             g.f32(f"{k}_{name}", o[k])
         g.u8(f"q_codes_{name}", o["q_codes"])
         g.u8(f"k_codes_{name}", o["k_codes"])
         g.u8(f"k_entry_{name}", dsa.index_entry_bytes(o["k_codes"], o["k_scales"]))
         g.i64(f"selected_{name}", sel_indices(o["sel"]))
+        g.i64(f"fast_selected_{name}", sel_indices(o["fast_sel"]))
     g.done(index_n_heads=HI, index_head_dim=D, rope_dim=64, index_topk=4, keys=N, key_positions="0..11", seed=seed,
            v32="rotate-half RoPE with the YaRN table (factor 40, original 4096, theta 10000)",
            glm5="interleaved RoPE with the plain table (theta 10000)",

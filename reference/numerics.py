@@ -147,7 +147,7 @@ def linear_mm(x, w, weight_bf16=True):
 #   lanes            fp32 lanes (bf16: lane i takes the pair (2i, 2i+1) of every 2·lanes columns)
 #   block            columns per block (a multiple of 2·lanes), or None: one block of all columns
 #   fold_each_block  fold the lanes' block sums at each block end and add that to one total
-FAST_ORDER = {"lanes": 16, "block": 128, "fold_each_block": False}
+FAST_ORDER = {"lanes": 16, "block": 128, "fold_each_block": False, "index_dot": "pairs"}
 _FAST_DEFAULT = dict(FAST_ORDER)
 
 _TINY = 2.0 ** -126                      # fp32's smallest normal
@@ -199,6 +199,22 @@ def _dp_step(acc, a, b, bufs):
         acc.copy_(torch.where(tiny, torch.where(mag >= _TINY_UP, torch.sign(acc) * _TINY, acc * 0.0), acc))
     buf32.copy_(acc)     # round to fp32 (nearest even; >= the overflow tie -> inf)
     acc.copy_(buf32)
+
+
+def pair_step_dot(a, b):
+    """a [..., K] · b [..., K] (broadcast against each other; K even; bf16 values) as one vdpbf16ps
+    lane fed the column pairs in order: acc = +0, then for p = 0 .. K/2 - 1 the odd column's product
+    and then the even one's, each added with one fp32 rounding (_dp_step). The DSA indexer's fast
+    dot (models/dsa/index_scan.h). Returns fp32 [...]."""
+    a, b = flush_tiny(a.double()), flush_tiny(b.double())
+    shape = torch.broadcast_shapes(a.shape[:-1], b.shape[:-1])
+    acc = torch.zeros(shape, dtype=torch.float64)
+    bufs = (torch.empty(shape, dtype=torch.float64), torch.empty(shape, dtype=torch.float32),
+            torch.empty(shape, dtype=torch.bool), torch.empty(shape, dtype=torch.bool))
+    for p in range(a.shape[-1] // 2):
+        for i in (2 * p + 1, 2 * p):
+            _dp_step(acc, a[..., i], b[..., i], bufs)
+    return acc.float()
 
 
 def _fma_f32(c, a, b):

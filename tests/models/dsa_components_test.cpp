@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cache/entry_array.h"
+#include "core/numerics.h"
 #include "kernels/hadamard.h"
 #include "kernels/linear.h"
 #include "kernels/rope.h"
@@ -91,6 +92,7 @@ TEST(DsaComponents, LightningIndexer) {
   const int64_t H = 4, D = 128, topk = g.meta["params"]["index_topk"].get<int64_t>();
   const auto qpos = g.a("query_positions").to_i64();
   const int64_t nq = int64_t(qpos.size()), nk = g.a("k_pre").shape[0];
+  int64_t fast_differs = 0;  // fast scores that are not the exact ones: the golden tells the scans apart
   for (auto [interleaved, tag] : {std::pair{false, std::string("v32")}, std::pair{true, std::string("glm5")}}) {
     const auto table = interleaved ? plain_table() : yarn_table();
     // Keys at positions 0..nk-1: RoPE, then the 132-byte entries (Hadamard, FP8).
@@ -106,25 +108,33 @@ TEST(DsaComponents, LightningIndexer) {
     EXPECT_EQ(diff(k.data(), g.f("k_rot_" + tag), ("k_rot_" + tag).c_str()).mismatches, 0);
     std::vector<float> q = g.f("q_pre");
     const auto wp = g.f("wp_lin");
-    const auto want_scores = g.f("scores_" + tag);
-    const auto want_sel = g.a("selected_" + tag).to_i64();
+    const auto exact_scores = g.f("scores_" + tag);
     std::vector<float> w_all;
     for (int64_t t = 0; t < nq; ++t) {
       const IndexerQuery iq = indexer_query(q.data() + t * H * D, wp.data() + t * H, H, D, 64, interleaved, table, qpos[size_t(t)]);
       w_all.insert(w_all.end(), iq.w.begin(), iq.w.begin() + H);
       const int64_t visible = qpos[size_t(t)] + 1;
-      const auto sc = indexer_scores(iq, keys, 0, visible);
-      for (int64_t s = 0; s < visible; ++s)
-        EXPECT_EQ(sc[size_t(s)], want_scores[size_t(t * nk + s)]) << tag << " query " << t << " key " << s;
-      const auto sel = indexer_select(iq, keys, 0, visible, topk);
-      std::vector<int64_t> want;
-      for (int64_t i = 0; i < topk; ++i)
-        if (want_sel[size_t(t * topk + i)] >= 0) want.push_back(want_sel[size_t(t * topk + i)]);
-      EXPECT_EQ(std::vector<int64_t>(sel.begin(), sel.end()), want) << tag << " query " << t;
+      // Both profiles: the fast one's dots are fp32 steps over the column pairs.
+      for (auto [numerics, prefix] : {std::pair{Numerics::exact, ""}, std::pair{Numerics::fast, "fast_"}}) {
+        ScopedNumerics profile(numerics);
+        const auto want_scores = g.f(prefix + std::string("scores_") + tag);
+        const auto want_sel = g.a(prefix + std::string("selected_") + tag).to_i64();
+        const auto sc = indexer_scores(iq, keys, 0, visible);
+        for (int64_t s = 0; s < visible; ++s) {
+          EXPECT_EQ(sc[size_t(s)], want_scores[size_t(t * nk + s)]) << prefix << tag << " query " << t << " key " << s;
+          fast_differs += numerics == Numerics::fast && want_scores[size_t(t * nk + s)] != exact_scores[size_t(t * nk + s)];
+        }
+        const auto sel = indexer_select(iq, keys, 0, visible, topk);
+        std::vector<int64_t> want;
+        for (int64_t i = 0; i < topk; ++i)
+          if (want_sel[size_t(t * topk + i)] >= 0) want.push_back(want_sel[size_t(t * topk + i)]);
+        EXPECT_EQ(std::vector<int64_t>(sel.begin(), sel.end()), want) << prefix << tag << " query " << t;
+      }
     }
     EXPECT_EQ(diff(q.data(), g.f("q_rot_" + tag), ("q_rot_" + tag).c_str()).mismatches, 0);
     EXPECT_EQ(diff(w_all.data(), g.f("w_" + tag), ("w_" + tag).c_str()).mismatches, 0);
   }
+  EXPECT_GT(fast_differs, 0);
 }
 
 TEST(DsaComponents, GroupLimitedRouter) {

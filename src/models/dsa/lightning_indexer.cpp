@@ -1,6 +1,7 @@
 #include "models/dsa/lightning_indexer.h"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -75,6 +76,8 @@ IndexerQuery indexer_query(float* q, const float* wp, int64_t heads, int64_t dim
   o.heads = (heads + 7) / 8 * 8;
   o.qT.assign(static_cast<size_t>(dim * o.heads), 0.0);
   o.w.assign(static_cast<size_t>(o.heads), 0.0f);
+  const int64_t stride = index_pair_stride(o.heads);
+  o.pairs.assign(static_cast<size_t>(dim / 2 * stride), 0u);
   for (int64_t j = 0; j < heads; ++j) {
     float* qh = q + j * dim;
     indexer_rope(qh, rope_dim, interleaved, rope, pos);
@@ -84,6 +87,9 @@ IndexerQuery indexer_query(float* q, const float* wp, int64_t heads, int64_t dim
     fp8_encode(qh, dim, codes, &scale);
     fp8_codes_to_f32(codes, dim, v);
     for (int64_t i = 0; i < dim; ++i) o.qT[size_t(i * o.heads + j)] = double(v[i]);
+    for (int64_t p = 0; p < dim / 2; ++p)  // e4m3 values are bf16 values: their top halves
+      o.pairs[size_t(p * stride + j)] =
+          (std::bit_cast<uint32_t>(v[2 * p]) >> 16) | (std::bit_cast<uint32_t>(v[2 * p + 1]) & 0xFFFF0000u);
     const float wj = round_bf16(wp[j] * head_scale);
     o.w[size_t(j)] = (wj * scale) * dim_scale;
   }
@@ -106,10 +112,11 @@ std::vector<IndexerQuery> indexer_queries(const Config& c, const IndexerWeights&
 std::vector<float> indexer_scores(const IndexerQuery& q, const cache::EntryArray& keys, int64_t first, int64_t n) {
   std::vector<float> score(static_cast<size_t>(n - first));
   const IndexScanFn scan = index_scan_fn();
+  const ScanQuery sq = q.scan_query();
   const bool timed = kernels::linear_profile_on();
   const auto t0 = std::chrono::steady_clock::now();
   kernels::parallel_for(n - first, 256, [&](int64_t a, int64_t b) {
-    scan(q.qT.data(), q.w.data(), q.heads, keys, first + a, first + b, score.data() + a);
+    scan(sq, keys, first + a, first + b, score.data() + a);
   });
   if (timed)
     kernels::region_profile_record(

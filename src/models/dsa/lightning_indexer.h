@@ -5,7 +5,8 @@
 // keeps); head weights w_j = bf16(weights_proj(x)_j · H_I^-1/2) · q_scale_j · 128^-1/2. The score of
 // key s is
 //   I[s] = fp32( fp32(Σ_j fp32(relu(q_j · k_s) · w_j)) · k_scale_s ),
-// the dot of e4m3 values exact, the head sum in fp64 rounded once; the selection is the top
+// the dot of e4m3 values exact (the fast profile: fp32 steps, index_scan.h), the head sum in fp64
+// rounded once; the selection is the top
 // min(index_topk, keys) scores, ties to the lower position, returned in ascending position.
 #pragma once
 #include <cstdint>
@@ -14,17 +15,22 @@
 #include "cache/entry_array.h"
 #include "kernels/rope.h"
 #include "models/dsa/config.h"
+#include "models/dsa/index_scan.h"
 #include "models/dsa/weights.h"
 
 namespace strata::dsa {
 
-// One token's indexer query for the scan (index_scan.h): the e4m3 values of every head,
-// transposed, qT[i * heads + j] (doubles), and the head weights w[heads]; heads padded to a
-// multiple of 8 with zero queries and weights (their terms are +0).
+// One token's indexer query for the scans (index_scan.h): the e4m3 values of every head,
+// transposed, qT[i * heads + j] (doubles, the exact scan's), the same as bf16 column pairs
+// (the fast scan's, ScanQuery::pairs), and the head weights w[heads]; heads padded to a multiple
+// of 8 with zero queries and weights (their terms are +0).
 struct IndexerQuery {
   std::vector<double> qT;
+  std::vector<uint32_t> pairs;
   std::vector<float> w;
   int64_t heads = 0;  // padded
+
+  ScanQuery scan_query() const { return {qT.data(), pairs.data(), w.data(), heads}; }
 };
 
 // RoPE on the first `rope` dims of a [rope | rest] vector at pos: pairs (i, i + rope/2) when

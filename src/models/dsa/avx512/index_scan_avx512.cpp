@@ -62,8 +62,10 @@ void block_pass(const double* qT, const float* w, int64_t heads, int64_t h0, int
 
 }  // namespace
 
-void index_scan(const double* qT, const float* w, int64_t heads, const cache::EntryArray& keys, int64_t first,
-                int64_t n, float* out) {
+void index_scan(const ScanQuery& q, const cache::EntryArray& keys, int64_t first, int64_t n, float* out) {
+  const double* qT = q.qT;
+  const float* w = q.w;
+  const int64_t heads = q.heads;
   alignas(64) double lanes[kTile][16];
   for (int64_t t0 = first; t0 < n; t0 += kTile) {
     const int64_t nt = std::min(kTile, n - t0);
