@@ -1,11 +1,13 @@
 #include "text/bpe.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <queue>
 
 #include "core/error.h"
 #include "text/byte_level.h"
+#include "text/replace_all.h"
 
 namespace strata {
 namespace {
@@ -26,6 +28,17 @@ uint64_t mix(uint64_t k) {
   return k;
 }
 
+// The code point of a one-character UTF-8 string, else 0.
+char32_t single_char(std::string_view s) {
+  if (s.empty()) return 0;
+  const auto c = static_cast<unsigned char>(s[0]);
+  const size_t n = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+  if (s.size() != n) return 0;
+  char32_t cp = n == 1 ? c : n == 2 ? c & 0x1F : n == 3 ? c & 0x0F : c & 0x07;
+  for (size_t i = 1; i < n; ++i) cp = (cp << 6) | (static_cast<unsigned char>(s[i]) & 0x3F);
+  return cp == 0 ? char32_t(0) : cp;
+}
+
 std::string str_field(const nlohmann::json& j, const char* key) {
   if (!j.contains(key) || j[key].is_null()) return {};
   if (!j[key].is_string()) throw Error(std::string("tokenizer.json: model.") + key + " is not a string");
@@ -34,7 +47,7 @@ std::string str_field(const nlohmann::json& j, const char* key) {
 
 }  // namespace
 
-Bpe::Bpe(const nlohmann::json& model) {
+Bpe::Bpe(const nlohmann::json& model, const BpeSpelling& spelling) : byte_level_(spelling.byte_level) {
   if (!model.is_object()) throw Error("tokenizer.json: missing \"model\"");
   std::string type = model.value("type", std::string());
   if (type != "BPE") throw Error("tokenizer.json: model type \"" + type + "\" is not supported (only BPE)");
@@ -42,7 +55,10 @@ Bpe::Bpe(const nlohmann::json& model) {
     throw Error("tokenizer.json: BPE continuing_subword_prefix / end_of_word_suffix are not supported");
   if (model.contains("dropout") && !model["dropout"].is_null())
     throw Error("tokenizer.json: BPE dropout is not supported");
-  if (model.value("byte_fallback", false)) throw Error("tokenizer.json: BPE byte_fallback is not supported");
+  byte_fallback_ = model.value("byte_fallback", false);
+  fuse_unk_ = model.value("fuse_unk", false);
+  if (byte_fallback_ && byte_level_)
+    throw Error("tokenizer.json: BPE byte_fallback needs a SentencePiece-style decoder (Replace, ByteFallback, Fuse)");
   if (!model.contains("vocab") || !model["vocab"].is_object()) throw Error("tokenizer.json: model has no \"vocab\"");
   if (!model.contains("merges") || !model["merges"].is_array()) throw Error("tokenizer.json: model has no \"merges\"");
   ignore_merges_ = model.value("ignore_merges", false);
@@ -56,16 +72,27 @@ Bpe::Bpe(const nlohmann::json& model) {
   }
   id_bytes_.resize(static_cast<size_t>(max_id + 1));
   id_tokens_.resize(static_cast<size_t>(max_id + 1));
+  for (int b = 0; b < 256; ++b) {
+    char name[8];
+    std::snprintf(name, sizeof name, "<0x%02X>", b);
+    auto it = vocab_.find(byte_level_ ? byte_level_encode(std::string(1, static_cast<char>(b))) : std::string(name));
+    byte_id_[b] = it == vocab_.end() ? -1 : it->second;
+  }
   for (const auto& [tok, id] : vocab_) {
     id_tokens_[id] = tok;
-    auto raw = byte_level_decode(tok);
+    std::optional<std::string> raw;
+    if (byte_level_) {
+      raw = byte_level_decode(tok);
+    } else {
+      if (const char32_t cp = single_char(tok)) char_id_.emplace(cp, id);
+      raw = replace_all(tok, spelling.marker, spelling.marker_text);
+    }
     id_bytes_[id] = raw ? *raw : tok;
     if (ignore_merges_ && raw) bytes_to_id_.emplace(*raw, id);
   }
-  for (int b = 0; b < 256; ++b) {
-    auto it = vocab_.find(byte_level_encode(std::string(1, static_cast<char>(b))));
-    byte_id_[b] = it == vocab_.end() ? -1 : it->second;
-  }
+  if (!byte_level_)
+    for (int b = 0; b < 256; ++b)
+      if (byte_id_[b] >= 0) id_bytes_[size_t(byte_id_[b])] = std::string(1, static_cast<char>(b));
   std::string unk = str_field(model, "unk_token");
   if (!unk.empty()) {
     auto it = vocab_.find(unk);
@@ -130,16 +157,25 @@ void Bpe::merge_word(std::string_view bytes, std::vector<int32_t>& out) const {
   };
   thread_local std::vector<Sym> syms;
   thread_local std::vector<Cand> heap;
+  thread_local std::vector<int32_t> start;
   syms.clear();
   heap.clear();
-  for (unsigned char c : bytes) {
-    int32_t id = byte_id_[c];
-    if (id < 0) {
-      // A byte the vocab lacks: the unknown token if there is one, else dropped (as the
-      // Hugging Face implementation does).
-      if (!unk_id_) continue;
-      id = *unk_id_;
+  start.clear();
+  if (byte_level_) {
+    for (unsigned char c : bytes) {
+      int32_t id = byte_id_[c];
+      if (id < 0) {
+        // A byte the vocab lacks: the unknown token if there is one, else dropped (as the
+        // Hugging Face implementation does).
+        if (!unk_id_) continue;
+        id = *unk_id_;
+      }
+      start.push_back(id);
     }
+  } else {
+    char_symbols(bytes, start);
+  }
+  for (int32_t id : start) {
     int32_t n = static_cast<int32_t>(syms.size());
     syms.push_back({id, n - 1, -1});
     if (n > 0) syms[n - 1].next = n;
@@ -170,6 +206,33 @@ void Bpe::merge_word(std::string_view bytes, std::vector<int32_t>& out) const {
   for (int32_t i = syms.empty() ? -1 : 0; i >= 0; i = syms[i].next) out.push_back(syms[i].id);
 }
 
+void Bpe::char_symbols(std::string_view text, std::vector<int32_t>& ids) const {
+  bool last_unk = false;
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    size_t n = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;  // the text is valid UTF-8
+    n = std::min(n, text.size() - i);
+    const std::string_view ch = text.substr(i, n);
+    i += n;
+    if (const char32_t cp = single_char(ch)) {
+      if (auto it = char_id_.find(cp); it != char_id_.end()) {
+        ids.push_back(it->second);
+        last_unk = false;
+        continue;
+      }
+    }
+    if (byte_fallback_ && std::all_of(ch.begin(), ch.end(), [&](char b) { return byte_id_[static_cast<unsigned char>(b)] >= 0; })) {
+      for (char b : ch) ids.push_back(byte_id_[static_cast<unsigned char>(b)]);
+      last_unk = false;
+      continue;
+    }
+    // Unknown: the unk token (consecutive ones fused when fuse_unk), or dropped without one.
+    if (!unk_id_) continue;
+    if (!(fuse_unk_ && last_unk)) ids.push_back(*unk_id_);
+    last_unk = true;
+  }
+}
+
 void Bpe::encode_word(std::string_view bytes, std::vector<int32_t>& out) const {
   if (bytes.empty()) return;
   if (ignore_merges_) {
@@ -179,7 +242,7 @@ void Bpe::encode_word(std::string_view bytes, std::vector<int32_t>& out) const {
       return;
     }
   }
-  if (bytes.size() == 1 && byte_id_[static_cast<unsigned char>(bytes[0])] >= 0) {
+  if (byte_level_ && bytes.size() == 1 && byte_id_[static_cast<unsigned char>(bytes[0])] >= 0) {
     out.push_back(byte_id_[static_cast<unsigned char>(bytes[0])]);
     return;
   }

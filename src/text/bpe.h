@@ -1,5 +1,11 @@
-// The BPE model of a byte-level tokenizer.json: turns one pre-token (raw bytes) into vocab
-// ids by applying merges in rank order (lowest rank first, leftmost first among equals).
+// The BPE model of a tokenizer.json: turns one pre-token (raw bytes) into vocab ids by applying
+// merges in rank order (lowest rank first, leftmost first among equals). Two spellings:
+//   byte-level         (GPT-2, DeepSeek, Qwen) tokens spell bytes through GPT-2's byte map;
+//                      a word starts as its bytes;
+//   SentencePiece-style (Gemma, Llama 2) tokens are UTF-8 text in which a marker ("▁") stands
+//                      for a space; a word starts as its characters, and with byte_fallback a
+//                      character the vocab lacks becomes its bytes' "<0xXX>" tokens (else the
+//                      unknown token, consecutive ones fused into one when fuse_unk).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -13,11 +19,18 @@
 
 namespace strata {
 
+// How a vocab token decodes to bytes.
+struct BpeSpelling {
+  bool byte_level = true;
+  // SentencePiece-style: the decoder's Replace step (marker -> text); "<0xXX>" tokens are bytes.
+  std::string marker, marker_text;
+};
+
 class Bpe {
  public:
-  // `model` is tokenizer.json's "model" object; throws Error unless it is a byte-level BPE
-  // whose merges refer to vocab tokens.
-  explicit Bpe(const nlohmann::json& model);
+  // `model` is tokenizer.json's "model" object; throws Error unless it is a BPE whose merges
+  // refer to vocab tokens (byte_fallback only with the SentencePiece spelling).
+  explicit Bpe(const nlohmann::json& model, const BpeSpelling& spelling = {});
 
   // Appends the ids of one pre-token. Results for words up to 256 bytes are cached.
   void encode_word(std::string_view bytes, std::vector<int32_t>& out) const;
@@ -33,13 +46,18 @@ class Bpe {
  private:
   struct Merge { int32_t rank, id; };
   void merge_word(std::string_view bytes, std::vector<int32_t>& out) const;
+  // The initial symbols of a SentencePiece-style word: characters, byte tokens, unknowns.
+  void char_symbols(std::string_view text, std::vector<int32_t>& ids) const;
   const Merge* find_merge(int32_t a, int32_t b) const;
 
   std::unordered_map<std::string, int32_t> vocab_;
   std::vector<std::optional<std::string>> id_bytes_;
   std::vector<std::string> id_tokens_;
-  int32_t byte_id_[256];                       // -1: byte not in vocab
+  int32_t byte_id_[256];                       // -1: byte not in vocab (byte-level: its mapped
+                                               // character; SentencePiece: "<0xXX>")
   std::optional<int32_t> unk_id_;
+  bool byte_level_ = true, byte_fallback_ = false, fuse_unk_ = false;
+  std::unordered_map<char32_t, int32_t> char_id_;  // SentencePiece: one-character tokens
   bool ignore_merges_ = false;
   std::unordered_map<std::string, int32_t> bytes_to_id_;  // only with ignore_merges
   // Open-addressing table keyed by the pair of ids: merges are looked up in the inner loop.

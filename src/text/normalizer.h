@@ -1,5 +1,6 @@
 // The `normalizer` of tokenizer.json: applied to text between added tokens before
-// pre-tokenization. Supported: null, NFC and Sequence (of supported normalizers).
+// pre-tokenization. Supported: null, NFC, Replace (a String pattern), Prepend and Sequence (of
+// supported normalizers).
 #pragma once
 #include <memory>
 #include <nlohmann/json_fwd.hpp>

@@ -185,8 +185,11 @@ std::string type_of(const nlohmann::json& j) {
 
 }  // namespace
 
-PreTokenizer::PreTokenizer(const nlohmann::json& j) {
-  if (j.is_null()) throw Error("tokenizer.json: pre_tokenizer is null; byte-level BPE needs a ByteLevel step");
+PreTokenizer::PreTokenizer(const nlohmann::json& j, bool byte_level) {
+  if (j.is_null()) {
+    if (byte_level) throw Error("tokenizer.json: pre_tokenizer is null; byte-level BPE needs a ByteLevel step");
+    return;
+  }
   std::vector<const nlohmann::json*> entries;
   if (type_of(j) == "Sequence") {
     if (!j.contains("pretokenizers") || !j["pretokenizers"].is_array())
@@ -200,6 +203,7 @@ PreTokenizer::PreTokenizer(const nlohmann::json& j) {
     if (type == "Split") {
       steps_.push_back(std::make_unique<SplitStep>(*entries[i]));
     } else if (type == "ByteLevel") {
+      if (!byte_level) throw Error("tokenizer.json: a ByteLevel pre-tokenizer with a SentencePiece-style decoder");
       if (i + 1 != entries.size())
         throw Error("tokenizer.json: ByteLevel must be the last pre-tokenizer step");
       steps_.push_back(std::make_unique<ByteLevelStep>(*entries[i]));
@@ -207,7 +211,7 @@ PreTokenizer::PreTokenizer(const nlohmann::json& j) {
       throw Error("tokenizer.json: unsupported pre-tokenizer type \"" + type + "\"");
     }
   }
-  if (entries.empty() || type_of(*entries.back()) != "ByteLevel")
+  if (byte_level && (entries.empty() || type_of(*entries.back()) != "ByteLevel"))
     throw Error("tokenizer.json: pre_tokenizer has no ByteLevel step; only byte-level BPE is supported");
 }
 

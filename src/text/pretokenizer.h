@@ -1,7 +1,8 @@
 // The `pre_tokenizer` of tokenizer.json: splits normalized text into pieces that BPE
 // encodes independently. Supported: Split (Regex or String pattern; every behavior; invert)
 // and ByteLevel (add_prefix_space, use_regex), alone or in a Sequence whose last step is
-// ByteLevel (byte-level BPE needs it).
+// ByteLevel (byte-level BPE needs it; SentencePiece-style BPE has none, and may have no
+// pre-tokenizer at all).
 #pragma once
 #include <deque>
 #include <memory>
@@ -39,7 +40,7 @@ void split_pieces(std::string_view text, const std::vector<std::pair<size_t, siz
 
 class PreTokenizer {
  public:
-  explicit PreTokenizer(const nlohmann::json& j);
+  PreTokenizer(const nlohmann::json& j, bool byte_level);
   ~PreTokenizer();
   // The pieces of one normalized section.
   std::vector<std::string_view> split(std::string_view text, std::deque<std::string>& arena) const;

@@ -8,10 +8,34 @@
 #include "text/bpe.h"
 #include "text/normalizer.h"
 #include "text/pretokenizer.h"
+#include "text/replace_all.h"
 #include "text/utf8.h"
 
 namespace strata {
 namespace {
+
+// The spelling the decoder undoes: ByteLevel (GPT-2's byte map), or the SentencePiece-style
+// sequence Replace(marker -> text), ByteFallback, Fuse (Gemma). Other decoders are not
+// implemented.
+BpeSpelling decoder_spelling(const nlohmann::json& dec) {
+  const std::string type = dec.is_object() ? dec.value("type", std::string()) : std::string();
+  if (type == "ByteLevel") return {};
+  const char* want = "tokenizer.json: unsupported decoder (ByteLevel, or the sequence Replace, ByteFallback, Fuse)";
+  if (type != "Sequence" || !dec.contains("decoders") || !dec["decoders"].is_array()) throw Error(want);
+  const auto& steps = dec["decoders"];
+  if (steps.size() != 3 || steps[0].value("type", std::string()) != "Replace" ||
+      steps[1].value("type", std::string()) != "ByteFallback" || steps[2].value("type", std::string()) != "Fuse")
+    throw Error(want);
+  const auto& pattern = steps[0].value("pattern", nlohmann::json());
+  if (!pattern.is_object() || !pattern.contains("String") || !pattern["String"].is_string() ||
+      !steps[0].contains("content") || !steps[0]["content"].is_string())
+    throw Error("tokenizer.json: the decoder's Replace step needs a String pattern and a content");
+  BpeSpelling s;
+  s.byte_level = false;
+  s.marker = pattern["String"].get<std::string>();
+  s.marker_text = steps[0]["content"].get<std::string>();
+  return s;
+}
 
 std::string read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -95,14 +119,13 @@ Tokenizer Tokenizer::from_json(std::string_view tokenizer_json, std::string_view
   if (!j.contains("model")) throw Error("tokenizer.json: missing \"model\"");
 
   Tokenizer t;
-  t.bpe_ = std::make_unique<Bpe>(j["model"]);
+  const BpeSpelling spelling = decoder_spelling(j.value("decoder", nlohmann::json()));
+  t.bpe_ = std::make_unique<Bpe>(j["model"], spelling);
+  t.marker_ = spelling.marker;
+  t.marker_text_ = spelling.marker_text;
   t.normalizer_ = Normalizer::from_json(j.value("normalizer", nlohmann::json()));
   if (!j.contains("pre_tokenizer")) throw Error("tokenizer.json: missing \"pre_tokenizer\"");
-  t.pre_tokenizer_ = std::make_unique<PreTokenizer>(j["pre_tokenizer"]);
-  // The decoder must undo the byte-level mapping; other decoders are not implemented.
-  const auto& dec = j.value("decoder", nlohmann::json());
-  if (!dec.is_object() || dec.value("type", std::string()) != "ByteLevel")
-    throw Error("tokenizer.json: unsupported decoder (only ByteLevel)");
+  t.pre_tokenizer_ = std::make_unique<PreTokenizer>(j["pre_tokenizer"], spelling.byte_level);
 
   int32_t max_id = static_cast<int32_t>(t.bpe_->id_bytes().size()) - 1;
   if (j.contains("added_tokens") && !j["added_tokens"].is_null()) {
@@ -193,7 +216,10 @@ bool Tokenizer::is_special(int32_t id) const {
 std::string Tokenizer::token_bytes(int32_t id, bool skip_special) const {
   check_id(id);
   if (skip_special && special_[id]) return {};
-  if (auto it = added_by_id_.find(id); it != added_by_id_.end()) return added_[it->second].content;
+  if (auto it = added_by_id_.find(id); it != added_by_id_.end()) {
+    const std::string& c = added_[it->second].content;
+    return marker_.empty() ? c : replace_all(c, marker_, marker_text_);
+  }
   return *bpe_->id_bytes()[id];
 }
 
@@ -251,7 +277,7 @@ std::string Tokenizer::normalize(std::string_view text) const {
     if (s.token >= 0) out += added_[added_by_id_.at(s.token)].content;
     else out += normalizer_->normalize(s.text);
   }
-  return out;
+  return marker_.empty() ? out : replace_all(out, marker_, marker_text_);
 }
 
 std::string StreamDecoder::push(int32_t id) {

@@ -39,8 +39,8 @@ class Tokenizer {
   // Ids of text; with add_special, BOS/EOS as tokenizer_config.json's add_bos_token /
   // add_eos_token ask.
   std::vector<int32_t> encode(std::string_view text, bool add_special = false) const;
-  // The text encode() tokenizes: UTF-8 repaired, and the normalizer applied between added
-  // tokens. decode(encode(s)) == normalize(s).
+  // The text decode(encode(s)) gives: UTF-8 repaired, the normalizer applied between added
+  // tokens, and (SentencePiece-style) the space marker turned back into spaces.
   std::string normalize(std::string_view text) const;
   // Text of ids; throws Error naming the first id outside the vocabulary.
   std::string decode(std::span<const int32_t> ids, bool skip_special = false) const;
@@ -75,6 +75,8 @@ class Tokenizer {
   AddedTokenMatcher raw_matcher_, normalized_matcher_;
   int32_t bos_id_ = -1, eos_id_ = -1, vocab_size_ = 0;
   bool add_bos_ = false, add_eos_ = false, clean_up_spaces_ = false;
+  // SentencePiece-style: the decoder's Replace step, applied to added tokens' content too.
+  std::string marker_, marker_text_;
 };
 
 // Incremental decoding for streamed generation: push ids one at a time and get the text

