@@ -180,25 +180,28 @@ Grammar tool_call_grammar(const json& spec, const AddedTokenLookup& added_token)
   const std::string syntax = spec["syntax"].get<std::string>();
   const bool parallel = spec.value("parallel", true);
   const auto fns = functions_of(spec);
+  // DSML blocks are named tool_calls (DeepSeek-V4) or function_calls (DeepSeek-V3.2).
+  const bool dsml = syntax == "dsml" || syntax == "dsml_function_calls";
+  const dsv4::DsmlBlock& block = syntax == "dsml" ? dsv4::kToolCallsBlock : dsv4::kFunctionCallsBlock;
   ToolCallBuilder t(added_token);
   GrammarBuilder& b = t.b();
   std::vector<GrammarBuilder::Seq> calls;
   for (size_t i = 0; i < fns.size(); ++i) {
-    if (syntax == "dsml") calls.push_back({dsml_invoke(t, fns[i].first, fns[i].second, i)});
+    if (dsml) calls.push_back({dsml_invoke(t, fns[i].first, fns[i].second, i)});
     else if (syntax == "hermes") calls.push_back({hermes_call(t, fns[i].first, fns[i].second, i)});
     else throw Error("tool-call grammar: unknown syntax '" + syntax + "'");
   }
   const Elem call = b.ref(b.rule("call", calls));
   const Elem all = b.separated({call}, b.literal("\n"), 1, parallel ? -1 : 1, "calls");
   Seq root;
-  if (syntax == "dsml") {
+  if (dsml) {
     root = b.literal("\n\n");
-    const Seq open = t.marker(dsv4::kToolCallsOpen);
+    const Seq open = t.marker(block.open);
     root.insert(root.end(), open.begin(), open.end());
     root.push_back(b.byte('\n'));
     root.push_back(all);
     root.push_back(b.byte('\n'));
-    const Seq close = t.marker(dsv4::kToolCallsClose);
+    const Seq close = t.marker(block.close);
     root.insert(root.end(), close.begin(), close.end());
   } else {
     root = {all};

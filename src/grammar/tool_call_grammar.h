@@ -25,7 +25,8 @@ namespace strata::grammar {
 
 using AddedTokenLookup = std::function<std::optional<int32_t>(std::string_view text)>;
 
-// spec: {"syntax": "dsml"|"hermes", "tools": [OpenAI function tools allowed], "parallel": bool}.
+// spec: {"syntax": "dsml"|"dsml_function_calls"|"hermes", "tools": [OpenAI function tools allowed],
+// "parallel": bool}; dsml_function_calls is DeepSeek-V3.2's <｜DSML｜function_calls> block.
 // Throws strata::Error for a malformed spec or a parameters schema json_schema.h refuses.
 Grammar tool_call_grammar(const nlohmann::ordered_json& spec, const AddedTokenLookup& added_token);
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "text/chat_messages.h"
 #include "text/dsml.h"
 #include "text/dsv4_prompts.h"
 #include "text/dsv4_tokens.h"
@@ -23,22 +24,7 @@ struct Block {  // one part of a user turn after tool messages are folded in
   std::string tool_use_id;
 };
 
-struct CallIn {
-  ToolCall call;
-  std::string id;
-};
-
-struct Msg {
-  size_t src = 0;  // index in the caller's messages, for error messages
-  std::string role;
-  std::string content;
-  std::string reasoning;
-  std::vector<CallIn> tool_calls;
-  std::vector<const Json*> tools;  // "function" objects
-  const Json* response_format = nullptr;
-  std::string task;  // "" = none
-  bool wo_eos = false;
-  std::string tool_call_id;
+struct Msg : ChatMessage {
   std::vector<Block> blocks;  // user turns only
 };
 
@@ -49,118 +35,11 @@ const std::map<std::string, std::string_view>& task_tokens() {
   return m;
 }
 
-[[noreturn]] void fail(size_t i, const std::string& what) {
-  throw Error("messages[" + std::to_string(i) + "]: " + what);
-}
-
-const Json* field(const Json& obj, const char* key) {
-  auto it = obj.find(key);
-  return it == obj.end() || it->is_null() ? nullptr : &*it;
-}
-
-// Text of a content field: a string, or OpenAI content parts whose text parts are joined with
-// blank lines (as the official encoder joins content blocks). Tool results show other part
-// types as "[Unsupported <type>]", like the official encoder; elsewhere they are an error.
-std::string content_text(const Json& content, size_t i, bool tool) {
-  if (content.is_string()) return content.get<std::string>();
-  if (!content.is_array()) fail(i, "content must be a string or an array of content parts");
-  std::string out;
-  bool first = true;
-  for (const Json& part : content) {
-    const Json* type = part.is_object() ? field(part, "type") : nullptr;
-    if (!type || !type->is_string()) fail(i, "content part without a type");
-    if (!first) out += "\n\n";
-    first = false;
-    if (*type == "text") {
-      const Json* text = field(part, "text");
-      if (text && !text->is_string()) fail(i, "content part text must be a string");
-      if (text) out += text->get_ref<const std::string&>();
-    } else if (tool) {
-      out += "[Unsupported " + type->get<std::string>() + "]";
-    } else {
-      fail(i, "content part type '" + type->get<std::string>() + "' is not supported");
-    }
-  }
-  return out;
-}
-
-const std::string* string_field(const Json& m, const char* key, size_t i) {
-  const Json* v = field(m, key);
-  if (!v) return nullptr;
-  if (!v->is_string()) fail(i, std::string(key) + " must be a string");
-  return &v->get_ref<const std::string&>();
-}
-
-void read_tools(const Json& tools, Msg& msg, const std::string& where) {
-  if (!tools.is_array()) throw Error(where + "tools must be an array");
-  for (const Json& tool : tools) {
-    const Json* fn = tool.is_object() ? field(tool, "function") : nullptr;
-    if (!fn || !fn->is_object()) throw Error(where + "each tool needs a \"function\" object");
-    const Json* type = field(tool, "type");
-    if (type && *type != "function") throw Error(where + "tool type must be \"function\"");
-    const Json* name = field(*fn, "name");
-    if (!name || !name->is_string()) throw Error(where + "each tool function needs a string name");
-    msg.tools.push_back(fn);
-  }
-}
-
 Msg read_message(const Json& m, size_t i) {
-  if (!m.is_object()) fail(i, "a message must be an object");
   Msg msg;
-  msg.src = i;
-  const std::string* role = string_field(m, "role", i);
-  if (!role) fail(i, "missing role");
-  msg.role = *role;
-  static const char* kRoles[] = {"system", "user", "assistant", "tool", "developer", "latest_reminder"};
-  if (std::find(std::begin(kRoles), std::end(kRoles), msg.role) == std::end(kRoles))
-    fail(i, "unknown role '" + msg.role + "'");
-  const bool assistant = msg.role == "assistant";
-
-  const Json* content = field(m, "content");
-  if (content) {
-    msg.content = content_text(*content, i, msg.role == "tool");
-  } else if (!assistant) {
-    fail(i, "missing content for role '" + msg.role + "'");
-  }
-  if (msg.role == "developer" && msg.content.empty()) fail(i, "developer content must not be empty");
-
-  if (const std::string* r = string_field(m, "reasoning_content", i)) msg.reasoning = *r;
-  if (const std::string* t = string_field(m, "task", i)) {
-    if (!task_tokens().count(*t)) fail(i, "unknown task '" + *t + "'");
-    msg.task = *t;
-  }
-  if (const std::string* id = string_field(m, "tool_call_id", i)) msg.tool_call_id = *id;
-  if (const Json* w = field(m, "wo_eos")) {
-    if (!w->is_boolean()) fail(i, "wo_eos must be a boolean");
-    msg.wo_eos = w->get<bool>();
-  }
-
-  const bool takes_tools = msg.role == "system" || msg.role == "developer";
-  if (const Json* tools = field(m, "tools")) {
-    if (!takes_tools) fail(i, "tools are only allowed on system or developer messages");
-    read_tools(*tools, msg, "messages[" + std::to_string(i) + "]: ");
-  }
-  if (takes_tools) msg.response_format = field(m, "response_format");
-
-  if (const Json* calls = field(m, "tool_calls")) {
-    if (!assistant) fail(i, "tool_calls are only allowed on assistant messages");
-    if (!calls->is_array()) fail(i, "tool_calls must be an array");
-    for (const Json& tc : *calls) {
-      const Json* fn = tc.is_object() ? field(tc, "function") : nullptr;
-      if (!fn || !fn->is_object()) fail(i, "each tool call needs a \"function\" object");
-      const Json* type = field(tc, "type");
-      if (type && *type != "function") fail(i, "tool call type must be \"function\"");
-      const Json* name = field(*fn, "name");
-      const Json* args = field(*fn, "arguments");
-      if (!name || !name->is_string()) fail(i, "each tool call needs a string function.name");
-      if (!args || !args->is_string()) fail(i, "tool call function.arguments must be a JSON string");
-      CallIn call{{name->get<std::string>(), args->get<std::string>()}, ""};
-      // The official encoder takes the id from the call, else from its function.
-      if (const Json* id = field(tc, "id"); id && id->is_string()) call.id = id->get<std::string>();
-      if (const Json* id = field(*fn, "id"); call.id.empty() && id && id->is_string()) call.id = id->get<std::string>();
-      msg.tool_calls.push_back(std::move(call));
-    }
-  }
+  static_cast<ChatMessage&>(msg) =
+      read_chat_message(m, i, {"system", "user", "assistant", "tool", "developer", "latest_reminder"});
+  if (!msg.task.empty() && !task_tokens().count(msg.task)) message_error(i, "unknown task '" + msg.task + "'");
   return msg;
 }
 
@@ -223,12 +102,6 @@ void sort_tool_results(std::vector<Msg>& msgs) {
   }
 }
 
-int last_user_index(const std::vector<Msg>& msgs) {
-  for (size_t k = msgs.size(); k-- > 0;)
-    if (msgs[k].role == "user" || msgs[k].role == "developer") return static_cast<int>(k);
-  return -1;
-}
-
 // Before the last user turn: assistant turns lose their reasoning, developer turns go away.
 std::vector<Msg> drop_thinking(std::vector<Msg> msgs) {
   const int last_user = last_user_index(msgs);
@@ -282,15 +155,7 @@ struct Renderer {
       out += kThinkEnd;
     }
     out += m.content;
-    if (!m.tool_calls.empty()) {
-      std::vector<ToolCall> calls;
-      for (const CallIn& c : m.tool_calls) calls.push_back(c.call);
-      try {
-        out += dsml_tool_calls_block(calls);
-      } catch (const Error& e) {
-        fail(m.src, e.what());
-      }
-    }
+    if (!m.tool_calls.empty()) out += message_tool_calls_block(m, kToolCallsBlock, /*text_as_argument=*/true);
     if (!m.wo_eos) out += kEos;
   }
 
@@ -344,19 +209,13 @@ std::string encode_chat(const Json& messages, const Json& tools, const ChatOptio
   const std::string_view effort = effort_prefix(options);
   if (!messages.is_array()) throw Error("messages must be an array");
 
+  std::vector<ChatMessage> read;
+  for (size_t i = 0; i < messages.size(); ++i) read.push_back(read_message(messages[i], i));
+  attach_request_tools(tools, read);
   std::vector<Msg> msgs;
-  for (size_t i = 0; i < messages.size(); ++i) msgs.push_back(read_message(messages[i], i));
-
-  if (!tools.is_null()) {
-    Msg holder;
-    read_tools(tools, holder, "");
-    if (!holder.tools.empty()) {
-      if (msgs.empty() || (msgs[0].role != "system" && msgs[0].role != "developer")) {
-        msgs.insert(msgs.begin(), Msg{});
-        msgs[0].role = "system";
-      } else if (!msgs[0].tools.empty()) throw Error("tools are given both in the request and on messages[0]");
-      msgs[0].tools = std::move(holder.tools);
-    }
+  for (ChatMessage& m : read) {
+    msgs.emplace_back();
+    static_cast<ChatMessage&>(msgs.back()) = std::move(m);
   }
 
   msgs = merge_tool_messages(std::move(msgs));

@@ -65,6 +65,7 @@ std::string model_type_of(const std::string& model_dir) {
 
 std::unique_ptr<ChatFormat> load_chat_format(const std::string& model_dir, const std::string& model_type) {
   if (model_type == "deepseek_v4") return deepseek_v4_chat_format();
+  if (model_type == "deepseek_v32") return deepseek_v32_chat_format();
   const fs::path dir(model_dir);
   nlohmann::ordered_json config = nlohmann::ordered_json::object();
   if (fs::exists(dir / "tokenizer_config.json")) config = read_json(dir / "tokenizer_config.json");

@@ -44,7 +44,8 @@ class ChatFormat {
   virtual ~ChatFormat() = default;
   virtual std::string name() const = 0;  // "deepseek_v4", "jinja"
   // The markup its model writes tool calls in, as grammar/tool_call_grammar.h names it:
-  // "dsml" (DeepSeek-V4) or "hermes" (<tool_call> JSON blocks, what its parser reads).
+  // "dsml" (DeepSeek-V4), "dsml_function_calls" (DeepSeek-V3.2) or "hermes" (<tool_call> JSON
+  // blocks, what its parser reads).
   virtual std::string tool_call_syntax() const = 0;
   // `tools`: null or an OpenAI tools array. Throws strata::Error for messages the format
   // cannot render (the template's raise_exception included).
@@ -75,6 +76,11 @@ std::unique_ptr<ChatFormat> default_chat_format();
 // with <｜end▁of▁sentence｜> when the output lacks it (the end token is not part of the text).
 std::unique_ptr<ChatFormat> deepseek_v4_chat_format(EffortPrompts effort_prompts = EffortPrompts::kPreview);
 
+// DeepSeek-V3.2's own encoder (dsv32_chat_encoding.h: the model ships no Jinja template) and its
+// DSML parser (<｜DSML｜function_calls> blocks). No reasoning-effort prompts ("max" is refused);
+// the output starts in reasoning when the prompt ends with <think>.
+std::unique_ptr<ChatFormat> deepseek_v32_chat_format();
+
 // A Jinja chat template. `variables` are the fixed template variables (bos_token, eos_token and
 // the other special tokens); render() adds messages, tools, documents (null),
 // add_generation_prompt, enable_thinking, reasoning_effort (when set) and the template_kwargs.
@@ -82,8 +88,8 @@ std::unique_ptr<ChatFormat> deepseek_v4_chat_format(EffortPrompts effort_prompts
 std::unique_ptr<ChatFormat> jinja_chat_format(std::string_view template_source, nlohmann::ordered_json variables,
                                               std::string end_marker);
 
-// The format of a model directory: DeepSeek-V4's encoder for model_type "deepseek_v4";
-// otherwise the checkpoint's chat template (chat_template.jinja, or tokenizer_config.json's
+// The format of a model directory: DeepSeek's own encoders for model_type "deepseek_v4" and
+// "deepseek_v32" (whatever template the checkpoint carries); otherwise the checkpoint's chat template (chat_template.jinja, or tokenizer_config.json's
 // "chat_template": a string, or a list of {name, template} of which "default" is used), with
 // the special tokens tokenizer_config.json names. Throws strata::Error when there is none.
 std::unique_ptr<ChatFormat> load_chat_format(const std::string& model_dir, const std::string& model_type);

@@ -16,14 +16,15 @@ nlohmann::ordered_json ParsedCompletion::to_json() const {
   return {{"role", "assistant"}, {"content", content}, {"reasoning_content", reasoning_content}, {"tool_calls", calls}};
 }
 
-ParsedCompletion parse_completion(std::string_view text, bool thinking) {
-  StreamingParser parser(thinking);
+ParsedCompletion parse_completion(std::string_view text, bool thinking, const dsv4::DsmlBlock& block) {
+  StreamingParser parser(thinking, block);
   parser.feed(text);
   parser.finish();
   return parser.result();
 }
 
-StreamingParser::StreamingParser(bool thinking) : state_(thinking ? State::kReasoning : State::kContent) {}
+StreamingParser::StreamingParser(bool thinking, const dsv4::DsmlBlock& block)
+    : state_(thinking ? State::kReasoning : State::kContent), block_start_(block.start), dsml_(block) {}
 
 std::vector<StreamEvent> StreamingParser::feed(std::string_view delta) {
   if (finished_) throw Error("completion parser: feed() after finish()");
@@ -70,8 +71,8 @@ void StreamingParser::run(bool at_end, std::vector<StreamEvent>& events) {
         const bool reasoning = state_ == State::kReasoning;
         // Index 0 ends this part, index 1 starts a tool-call block; the rest are forbidden here.
         const MarkerHit hit =
-            reasoning ? scan_markers(buf_, 0, {kThinkEnd, kToolCallsStart, kBos, kEos, kThinkStart, kDsml}, at_end)
-                      : scan_markers(buf_, 0, {kEos, kToolCallsStart, kBos, kThinkStart, kThinkEnd, kDsml}, at_end);
+            reasoning ? scan_markers(buf_, 0, {kThinkEnd, block_start_, kBos, kEos, kThinkStart, kDsml}, at_end)
+                      : scan_markers(buf_, 0, {kEos, block_start_, kBos, kThinkStart, kThinkEnd, kDsml}, at_end);
         size_t ready = hit.pos;
         // Deltas end on character boundaries (byte-level tokens can split a character).
         if (hit.which < 0 && !at_end) ready -= utf8_incomplete_tail(std::string_view(buf_).substr(0, ready));

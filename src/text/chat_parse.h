@@ -25,7 +25,9 @@ struct ParsedCompletion {
 
 // Throws strata::Error for output the official parser rejects (missing </think> or EOS, text
 // after the end, special tokens inside content or reasoning, malformed DSML).
-ParsedCompletion parse_completion(std::string_view text, bool thinking);
+// `block`: the tool-call block's markers (DeepSeek-V3.2's are "function_calls").
+ParsedCompletion parse_completion(std::string_view text, bool thinking,
+                                  const dsv4::DsmlBlock& block = dsv4::kToolCallsBlock);
 
 struct StreamEvent {
   enum class Kind { kReasoning, kContent, kToolCall };
@@ -41,7 +43,7 @@ struct StreamEvent {
 // throws where parse_completion() would (errors may come only at finish(), after some events).
 class StreamingParser {
  public:
-  explicit StreamingParser(bool thinking);
+  explicit StreamingParser(bool thinking, const dsv4::DsmlBlock& block = dsv4::kToolCallsBlock);
   std::vector<StreamEvent> feed(std::string_view delta);
   std::vector<StreamEvent> finish();
   // Everything parsed so far.
@@ -57,6 +59,7 @@ class StreamingParser {
 
   State state_;
   std::string buf_;  // unread text of the reasoning, content or post-block states (held back)
+  std::string_view block_start_;
   DsmlReader dsml_;
   std::vector<ToolCall> new_calls_;
   ParsedCompletion result_;

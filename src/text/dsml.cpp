@@ -13,8 +13,10 @@ namespace strata {
 
 using dsv4::kDsml;
 
-std::string dsml_invoke(std::string_view name, std::string_view arguments) {
+std::string dsml_invoke(std::string_view name, std::string_view arguments, bool text_as_argument) {
   auto args = nlohmann::ordered_json::parse(arguments, nullptr, /*allow_exceptions=*/false);
+  if (args.is_discarded() && !text_as_argument)
+    throw Error("tool call '" + std::string(name) + "': arguments are not JSON");
   if (args.is_discarded()) args = nlohmann::ordered_json{{"arguments", std::string(arguments)}};
   if (!args.is_object())
     throw Error("tool call '" + std::string(name) + "': arguments must be a JSON object");
@@ -46,16 +48,17 @@ std::string dsml_invoke(std::string_view name, std::string_view arguments) {
   return out;
 }
 
-std::string dsml_tool_calls_block(const std::vector<ToolCall>& calls) {
+std::string dsml_tool_calls_block(const std::vector<ToolCall>& calls, const dsv4::DsmlBlock& block,
+                                  bool text_as_argument) {
   std::string out = "\n\n";
-  out += dsv4::kToolCallsOpen;
+  out += block.open;
   out += '\n';
   for (size_t i = 0; i < calls.size(); ++i) {
     if (i) out += '\n';
-    out += dsml_invoke(calls[i].name, calls[i].arguments);
+    out += dsml_invoke(calls[i].name, calls[i].arguments, text_as_argument);
   }
   out += '\n';
-  out += dsv4::kToolCallsClose;
+  out += block.close;
   return out;
 }
 
@@ -192,7 +195,7 @@ void DsmlReader::feed(std::string_view text, std::vector<ToolCall>& out) {
   while (state_ != State::kClosed) {
     MarkerHit hit;
     switch (state_) {
-      case State::kOpen: hit = scan_markers(buf_, from_, {dsv4::kInvokeOpen, dsv4::kToolCallsClose}, false); break;
+      case State::kOpen: hit = scan_markers(buf_, from_, {dsv4::kInvokeOpen, block_.close}, false); break;
       case State::kParamBody: hit = scan_markers(buf_, from_, {dsv4::kParamClose}, false); break;
       default: hit = scan_markers(buf_, from_, {dsv4::kParamOpen, dsv4::kInvokeClose}, false); break;
     }
@@ -214,7 +217,7 @@ void DsmlReader::finish(std::vector<ToolCall>& out) {
     case State::kOpen:  // the official loop stops quietly when nothing is left
       if (rest.empty()) return;
       if (rest != ">\n") throw Error("DSML tool call format error: expected '>\\n' but got '" + shorten(rest) + "'");
-      throw Error("DSML tool calls: missing </｜DSML｜tool_calls>");
+      throw Error("DSML tool calls: missing " + std::string(block_.close));
     case State::kName:
       if (!match_invoke_name(rest, name_)) throw Error("DSML tool name format error: '" + shorten(rest) + "'");
       end_invoke(out);

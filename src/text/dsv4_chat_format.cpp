@@ -1,6 +1,7 @@
 // DeepSeek-V4's chat format: its own encoder and DSML output parser behind ChatFormat.
 #include "core/error.h"
 #include "text/chat_format.h"
+#include "text/dsml_turn_parser.h"
 #include "text/dsv4_tokens.h"
 
 namespace strata {
@@ -13,25 +14,6 @@ std::string encoder_effort(const std::string& e) {
   if (e == "high" || e == "max") return e;
   throw Error("reasoning_effort must be one of minimal, low, medium, high, max (got \"" + e + "\")");
 }
-
-class Dsv4OutputParser final : public ChatOutputParser {
- public:
-  explicit Dsv4OutputParser(bool thinking) : p_(thinking) {}
-  std::vector<StreamEvent> feed(std::string_view delta) override { return p_.feed(delta); }
-  std::vector<StreamEvent> finish() override {
-    // The end-of-sentence token ends the turn but is not in the streamed text (special tokens
-    // are skipped); a stop string or the length limit ends it too. Either way the turn is
-    // closed the same way.
-    std::vector<StreamEvent> events;
-    if (!p_.ended()) events = p_.feed(dsv4::kEos);
-    for (StreamEvent& e : p_.finish()) events.push_back(std::move(e));
-    return events;
-  }
-  const ParsedCompletion& result() const override { return p_.result(); }
-
- private:
-  StreamingParser p_;
-};
 
 class Dsv4ChatFormat final : public ChatFormat {
  public:
@@ -55,7 +37,7 @@ class Dsv4ChatFormat final : public ChatFormat {
   bool output_starts_in_reasoning(const std::string&, const ChatRenderOptions& o) const override { return o.thinking; }
 
   std::unique_ptr<ChatOutputParser> parser(bool starts_in_reasoning) const override {
-    return std::make_unique<Dsv4OutputParser>(starts_in_reasoning);
+    return std::make_unique<DsmlTurnParser>(starts_in_reasoning, dsv4::kToolCallsBlock);
   }
   ParsedCompletion parse(std::string_view completion, bool starts_in_reasoning) const override {
     return parse_completion(completion, starts_in_reasoning);

@@ -24,6 +24,15 @@ inline constexpr std::string_view kInvokeClose = "</｜DSML｜invoke";
 inline constexpr std::string_view kParamOpen = "<｜DSML｜parameter";
 inline constexpr std::string_view kParamClose = "/｜DSML｜parameter";
 
+// A tool-call block's markers: DeepSeek-V4 names it "tool_calls", DeepSeek-V3.2 (whose
+// encoding_dsv32.py V4's derives from) "function_calls"; invokes and parameters are the same.
+struct DsmlBlock {
+  std::string_view start, open, close;
+};
+inline constexpr DsmlBlock kToolCallsBlock{kToolCallsStart, kToolCallsOpen, kToolCallsClose};
+inline constexpr DsmlBlock kFunctionCallsBlock{"\n\n<｜DSML｜function_calls", "<｜DSML｜function_calls>",
+                                              "</｜DSML｜function_calls>"};
+
 inline constexpr std::string_view kToolResultOpen = "<tool_result>";
 inline constexpr std::string_view kToolResultClose = "</tool_result>";
 

@@ -161,6 +161,11 @@ TEST(ToolCallGrammar, DsmlWalksParseAsToolCalls) {
   walk_and_parse("deepseek-v3", "dsml", *deepseek_v4_chat_format());
 }
 
+// DeepSeek-V3.2's block is named function_calls; its own parser reads the grammar's output.
+TEST(ToolCallGrammar, DsmlFunctionCallsWalksParseAsV32ToolCalls) {
+  walk_and_parse("deepseek-v3", "dsml_function_calls", *deepseek_v32_chat_format());
+}
+
 TEST(ToolCallGrammar, HermesWalksParseAsToolCalls) {
   const auto fmt = jinja_chat_format("{{ messages }}", json::object(), "<|im_end|>");
   walk_and_parse("qwen3", "hermes", *fmt);
