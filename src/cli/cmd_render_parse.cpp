@@ -1,8 +1,9 @@
 // `strata render` prints the exact prompt text a model's chat format makes of an OpenAI-style
 // message list; `strata parse` turns a completion (stdin) back into a message. Both are for
 // debugging templates, as apply_chat_template is in Hugging Face. Without --model, or with a
-// DeepSeek-V4 checkpoint, they use DeepSeek-V4's encoder and parser; with another model
-// directory, its chat template and the <think> / <tool_call> output parser.
+// DeepSeek-V4 checkpoint, they use DeepSeek-V4's encoder and parser; with a DeepSeek-V3.2 one,
+// V3.2's; with another model directory, its chat template and the <think> / <tool_call> output
+// parser.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
@@ -81,7 +82,8 @@ AutoRegister reg_render([](CLI::App& app) {
   auto o = std::make_shared<RenderOpts>();
   auto* c = app.add_subcommand("render", "print the prompt text a model's chat format makes of a message list");
   c->add_option("--model", o->model,
-                "model directory: its chat template (default and DeepSeek-V4 checkpoints: DeepSeek-V4's encoder)");
+                "model directory: its chat template (default and DeepSeek-V4 checkpoints: DeepSeek-V4's encoder; "
+                "DeepSeek-V3.2: its own)");
   c->add_option("--messages", o->messages, "JSON file: a message list, or {\"messages\", \"tools\"}")->required();
   c->add_option("--thinking", o->thinking, "chat or thinking (a template gets enable_thinking)")
       ->check(CLI::IsMember({"chat", "thinking"}));
@@ -97,7 +99,7 @@ AutoRegister reg_render([](CLI::App& app) {
 AutoRegister reg_parse([](CLI::App& app) {
   auto o = std::make_shared<ParseOpts>();
   auto* c = app.add_subcommand("parse", "parse a completion (stdin) into {reasoning_content, content, tool_calls} JSON");
-  c->add_option("--model", o->model, "model directory: its output format (default: DeepSeek-V4's)");
+  c->add_option("--model", o->model, "model directory: its output format (default: DeepSeek-V4's; DeepSeek-V3.2: its own)");
   c->add_option("--thinking", o->thinking, "chat or thinking (the output starts inside the reasoning)")
       ->check(CLI::IsMember({"chat", "thinking"}));
   c->callback([o] { run_parse(*o); });

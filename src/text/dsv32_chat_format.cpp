@@ -21,6 +21,9 @@ class Dsv32ChatFormat final : public ChatFormat {
     if (!o.reasoning_effort.empty() && o.reasoning_effort != "minimal" && o.reasoning_effort != "low" &&
         o.reasoning_effort != "medium" && o.reasoning_effort != "high")
       throw Error("reasoning_effort must be one of minimal, low, medium, high (got \"" + o.reasoning_effort + "\")");
+    if (!o.add_generation_prompt && messages.is_array() && !messages.empty() && messages.back().is_object() &&
+        messages.back().value("role", std::string()) != "assistant")
+      throw Error("DeepSeek-V3.2's encoder always opens the assistant turn after a user or tool turn");
     Dsv32ChatOptions c;
     c.thinking = o.thinking;
     c.drop_thinking = !o.keep_reasoning;

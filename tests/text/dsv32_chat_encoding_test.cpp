@@ -168,6 +168,9 @@ TEST(Dsv32ChatFormat, ParsesReasoningContentAndFunctionCalls) {
   o.thinking = true;
   const std::string p = fmt->render(json::parse(R"([{"role":"user","content":"q"}])"), nullptr, o);
   EXPECT_TRUE(fmt->output_starts_in_reasoning(p, o));
+  o.add_generation_prompt = false;  // the official encoder cannot leave the turn closed
+  EXPECT_THROW(fmt->render(json::parse(R"([{"role":"user","content":"q"}])"), nullptr, o), Error);
+  o.add_generation_prompt = true;
   o.reasoning_effort = "max";
   EXPECT_THROW(fmt->render(json::parse(R"([{"role":"user","content":"q"}])"), nullptr, o), Error);
 }
