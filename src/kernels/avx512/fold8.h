@@ -1,8 +1,17 @@
-// fold16 (kernels/dot.h) of 8 canonical dots at once, for the AVX-512 kernels.
+// fold16 (kernels/dot.h) in AVX-512 registers: of one canonical dot, and of 8 at once.
 #pragma once
 #include <immintrin.h>
 
 namespace strata::kernels::avx512 {
+
+// kernels::fold16 on lanes lo (0-7) and hi (8-15) in registers: the same additions, operand for
+// operand (l[i] + l[i+8], then + l[i+4], + l[i+2], + l[i+1]).
+inline double fold16_pd(__m512d lo, __m512d hi) {
+  const __m512d a = _mm512_add_pd(lo, hi);
+  const __m256d b = _mm256_add_pd(_mm512_castpd512_pd256(a), _mm512_extractf64x4_pd(a, 1));
+  const __m128d c = _mm_add_pd(_mm256_castpd256_pd128(b), _mm256_extractf128_pd(b, 1));
+  return _mm_cvtsd_f64(_mm_add_sd(c, _mm_unpackhi_pd(c, c)));
+}
 
 // fold16 of 8 outputs at once (acc: 8 × 16 lane sums, output j at acc + 16·j), the same fp64
 // additions in the same tree as the scalar fold, so each result is the same bits: lanes i and

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/avx512/fold8.h"
 #include "models/dsa/index_scan.h"
 
 namespace strata::dsa::avx512 {
@@ -23,12 +24,7 @@ inline __m512d head_terms(__m512d d, const float* w) {
   return _mm512_cvtps_pd(_mm256_mul_ps(r, _mm256_loadu_ps(w)));
 }
 
-inline double fold16(__m512d lo, __m512d hi) {
-  const __m512d a = _mm512_add_pd(lo, hi);
-  const __m256d b = _mm256_add_pd(_mm512_castpd512_pd256(a), _mm512_extractf64x4_pd(a, 1));
-  const __m128d c = _mm_add_pd(_mm256_castpd256_pd128(b), _mm256_extractf128_pd(b, 1));
-  return _mm_cvtsd_f64(_mm_add_sd(c, _mm_unpackhi_pd(c, c)));
-}
+using kernels::avx512::fold16_pd;
 
 constexpr int kKeys = 4;       // keys a pass, sharing each load of the query
 constexpr int kBlockHeads = 32;  // heads a pass: their query block (128 x 32 doubles = 32 KB) stays in L1
@@ -90,7 +86,7 @@ void index_scan(const ScanQuery& q, const cache::EntryArray& keys, int64_t first
     for (int64_t k = 0; k < nt; ++k) {
       float ks;
       std::memcpy(&ks, keys.entry(t0 + k) + kIndexDim, 4);
-      out[t0 + k - first] = float(fold16(_mm512_loadu_pd(lanes[k]), _mm512_loadu_pd(lanes[k] + 8))) * ks;
+      out[t0 + k - first] = float(fold16_pd(_mm512_loadu_pd(lanes[k]), _mm512_loadu_pd(lanes[k] + 8))) * ks;
     }
   }
 }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/avx512/fold8.h"
 #include "models/dsa/index_scan.h"
 
 namespace strata::dsa::avx512 {
@@ -71,13 +72,6 @@ void block_pass(const ScanQuery& q, int64_t stride, int64_t h0, int nc, bool hal
   }
 }
 
-inline double fold16(const double* l) {
-  const __m512d a = _mm512_add_pd(_mm512_loadu_pd(l), _mm512_loadu_pd(l + 8));
-  const __m256d b = _mm256_add_pd(_mm512_castpd512_pd256(a), _mm512_extractf64x4_pd(a, 1));
-  const __m128d c = _mm_add_pd(_mm256_castpd256_pd128(b), _mm256_extractf128_pd(b, 1));
-  return _mm_cvtsd_f64(_mm_add_sd(c, _mm_unpackhi_pd(c, c)));
-}
-
 }  // namespace
 
 void index_scan_fast(const ScanQuery& q, const cache::EntryArray& keys, int64_t first, int64_t n, float* out) {
@@ -99,7 +93,8 @@ void index_scan_fast(const ScanQuery& q, const cache::EntryArray& keys, int64_t 
     for (int k = 0; k < nk; ++k) {
       float ks;
       std::memcpy(&ks, keys.entry(s0 + k) + kIndexDim, 4);
-      out[s0 + k - first] = float(fold16(lanes[k])) * ks;
+      out[s0 + k - first] =
+          float(kernels::avx512::fold16_pd(_mm512_loadu_pd(lanes[k]), _mm512_loadu_pd(lanes[k] + 8))) * ks;
     }
   }
 }

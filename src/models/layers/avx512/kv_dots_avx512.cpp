@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "kernels/avx512/fold8.h"
 #include "kernels/dot.h"
 
 namespace strata::models::avx512 {
@@ -32,14 +33,7 @@ double kv_dot(const float* q, const uint16_t* k, int64_t n) {
 }
 
 namespace {
-// kernels::fold16 on lanes lo (0-7) and hi (8-15) in registers: the same additions, operand for
-// operand (l[i] + l[i+8], then + l[i+4], + l[i+2], + l[i+1]).
-inline double fold16(__m512d lo, __m512d hi) {
-  const __m512d a = _mm512_add_pd(lo, hi);
-  const __m256d b = _mm256_add_pd(_mm512_castpd512_pd256(a), _mm512_extractf64x4_pd(a, 1));
-  const __m128d c = _mm_add_pd(_mm256_castpd256_pd128(b), _mm256_extractf128_pd(b, 1));
-  return _mm_cvtsd_f64(_mm_add_sd(c, _mm_unpackhi_pd(c, c)));
-}
+using kernels::avx512::fold16_pd;
 
 template <int G>
 void dots_fixed(const double* q, int64_t qs, const uint16_t* k, int64_t n, double* out) {
@@ -53,7 +47,7 @@ void dots_fixed(const double* q, int64_t qs, const uint16_t* k, int64_t n, doubl
       hi[g] = _mm512_fmadd_pd(_mm512_loadu_pd(q + g * qs + i + 8), kh, hi[g]);
     }
   }
-  for (int g = 0; g < G; ++g) out[g] = fold16(lo[g], hi[g]);
+  for (int g = 0; g < G; ++g) out[g] = fold16_pd(lo[g], hi[g]);
 }
 
 // 16 columns of G heads' sums in registers across a block of keys.
