@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "text/byte_level.h"
 #include "text/replace_all.h"
+#include "text/utf8.h"
 
 namespace strata {
 namespace {
@@ -26,17 +27,6 @@ uint64_t mix(uint64_t k) {
   k *= 0xff51afd7ed558ccdULL;
   k ^= k >> 33;
   return k;
-}
-
-// The code point of a one-character UTF-8 string, else 0.
-char32_t single_char(std::string_view s) {
-  if (s.empty()) return 0;
-  const auto c = static_cast<unsigned char>(s[0]);
-  const size_t n = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-  if (s.size() != n) return 0;
-  char32_t cp = n == 1 ? c : n == 2 ? c & 0x1F : n == 3 ? c & 0x0F : c & 0x07;
-  for (size_t i = 1; i < n; ++i) cp = (cp << 6) | (static_cast<unsigned char>(s[i]) & 0x3F);
-  return cp == 0 ? char32_t(0) : cp;
 }
 
 std::string str_field(const nlohmann::json& j, const char* key) {
@@ -84,7 +74,10 @@ Bpe::Bpe(const nlohmann::json& model, const BpeSpelling& spelling) : byte_level_
     if (byte_level_) {
       raw = byte_level_decode(tok);
     } else {
-      if (const char32_t cp = single_char(tok)) char_id_.emplace(cp, id);
+      if (!tok.empty()) {  // a one-character token
+        const Utf8Char c = utf8_next(tok, 0);
+        if (c.valid && size_t(c.len) == tok.size()) char_id_.emplace(c.cp, id);
+      }
       raw = replace_all(tok, spelling.marker, spelling.marker_text);
     }
     id_bytes_[id] = raw ? *raw : tok;
@@ -209,17 +202,13 @@ void Bpe::merge_word(std::string_view bytes, std::vector<int32_t>& out) const {
 void Bpe::char_symbols(std::string_view text, std::vector<int32_t>& ids) const {
   bool last_unk = false;
   for (size_t i = 0; i < text.size();) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    size_t n = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;  // the text is valid UTF-8
-    n = std::min(n, text.size() - i);
-    const std::string_view ch = text.substr(i, n);
-    i += n;
-    if (const char32_t cp = single_char(ch)) {
-      if (auto it = char_id_.find(cp); it != char_id_.end()) {
-        ids.push_back(it->second);
-        last_unk = false;
-        continue;
-      }
+    const Utf8Char c = utf8_next(text, i);  // the text is valid UTF-8
+    const std::string_view ch = text.substr(i, size_t(c.len));
+    i += size_t(c.len);
+    if (auto it = char_id_.find(c.cp); it != char_id_.end()) {
+      ids.push_back(it->second);
+      last_unk = false;
+      continue;
     }
     if (byte_fallback_ && std::all_of(ch.begin(), ch.end(), [&](char b) { return byte_id_[static_cast<unsigned char>(b)] >= 0; })) {
       for (char b : ch) ids.push_back(byte_id_[static_cast<unsigned char>(b)]);
