@@ -25,6 +25,8 @@ struct Block {  // one part of a user turn after tool messages are folded in
 };
 
 struct Msg : ChatMessage {
+  Msg() = default;
+  explicit Msg(ChatMessage m) : ChatMessage(std::move(m)) {}
   std::vector<Block> blocks;  // user turns only
 };
 
@@ -35,10 +37,8 @@ const std::map<std::string, std::string_view>& task_tokens() {
   return m;
 }
 
-Msg read_message(const Json& m, size_t i) {
-  Msg msg;
-  static_cast<ChatMessage&>(msg) =
-      read_chat_message(m, i, {"system", "user", "assistant", "tool", "developer", "latest_reminder"});
+ChatMessage read_message(const Json& m, size_t i) {
+  ChatMessage msg = read_chat_message(m, i, {"system", "user", "assistant", "tool", "developer", "latest_reminder"});
   if (!msg.task.empty() && !task_tokens().count(msg.task)) message_error(i, "unknown task '" + msg.task + "'");
   return msg;
 }
@@ -213,10 +213,7 @@ std::string encode_chat(const Json& messages, const Json& tools, const ChatOptio
   for (size_t i = 0; i < messages.size(); ++i) read.push_back(read_message(messages[i], i));
   attach_request_tools(tools, read);
   std::vector<Msg> msgs;
-  for (ChatMessage& m : read) {
-    msgs.emplace_back();
-    static_cast<ChatMessage&>(msgs.back()) = std::move(m);
-  }
+  for (ChatMessage& m : read) msgs.emplace_back(std::move(m));
 
   msgs = merge_tool_messages(std::move(msgs));
   sort_tool_results(msgs);
