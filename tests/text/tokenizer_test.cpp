@@ -198,7 +198,9 @@ void compare_with_reference(const std::string& which, const fs::path& dir) {
               "round trip %zu of %zu valid UTF-8 cases, %zu with byte-fallback tokens\n",
               which.c_str(), cases.size(), same_ids, 100.0 * same_ids / cases.size(), same_text, roundtrip, valid,
               byte_fallback);
-  if (which == "gemma3") EXPECT_GT(byte_fallback, 0u) << "no case needs Gemma's byte fallback";
+  if (which == "gemma3") {
+    EXPECT_GT(byte_fallback, 0u) << "no case needs Gemma's byte fallback";
+  }
   EXPECT_EQ(same_ids, cases.size());
   EXPECT_EQ(same_text, cases.size());
   EXPECT_EQ(roundtrip, valid);
