@@ -1,7 +1,7 @@
 """The spread between valid implementations of the fast profile: where its whole-model tolerances
 come from (reference/README.md §Fast profile).
 
-    /usr/bin/python3 -m reference.fast_spread --strata build/release/strata [--arch dsv4|qwen3_5|dsa ...]
+    /usr/bin/python3 -m reference.fast_spread --strata build/release/strata [--arch dsv4|qwen3_5|dsa|gemma4 ...]
         [--case NAME ...] [--order NAME ...] [--rows N] [--base DIR] [--json FILE]
 
 The fast profile fixes every rounding point of the exact one (bf16 activations and outputs, FP8
@@ -49,6 +49,8 @@ def arch_module(arch):
         from . import make_logits_goldens as M
     elif arch == "dsa":
         from . import make_dsa_logits_goldens as M
+    elif arch == "gemma4":
+        from . import make_gemma4_logits_goldens as M
     else:
         from . import make_qwen3_5_logits_goldens as M
     return M
@@ -90,7 +92,7 @@ def spread(base, other):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--strata", required=True, help="the strata binary (make-model)")
-    ap.add_argument("--arch", action="append", choices=["dsv4", "qwen3_5", "dsa"])
+    ap.add_argument("--arch", action="append", choices=["dsv4", "qwen3_5", "dsa", "gemma4"])
     ap.add_argument("--case", action="append")
     ap.add_argument("--order", action="append", choices=sorted(ORDERS))
     ap.add_argument("--rows", type=int)

@@ -1,15 +1,16 @@
-"""strata's numerical contract for logits (DeepSeek-V4, Qwen3.5, the DSA family DeepSeek-V3.2 / GLM-5;
-chosen by config.json's model_type).
+"""strata's numerical contract for logits (DeepSeek-V4, Qwen3.5, the DSA family DeepSeek-V3.2 / GLM-5,
+Gemma 4; chosen by config.json's model_type).
 
     python3 -m reference.logits --model DIR --ids 1,2,3,... --prefill K --out FILE.npy [--numerics exact|fast]
 
 Prefills ids[0..K) from position 0, then runs one decode step per remaining id (teacher forcing),
 using the carried state (DeepSeek-V4: 128-slot window ring, compressor / indexer partial states,
 compressed entries; Qwen3.5: conv tails, delta-rule states, K/V caches; DSA: FP8 latent and index-key
-caches). Writes float32 logits
+caches; Gemma 4: per-layer K/V caches). Writes float32 logits
 [1 + n - K, vocab]: the last-position logits after the prefill, then the logits after each decode
-step (Qwen3.5's are bf16 values, as its official lm_head returns them). --numerics fast: the weight
-products in the fast profile's order (src/kernels/fast_linear.h; README §Fast profile).
+step (Qwen3.5's and Gemma 4's are bf16 values, as their official lm_head / softcap return them).
+--numerics fast: the weight products in the fast profile's order (src/kernels/fast_linear.h;
+README §Fast profile).
 """
 import argparse
 import json
@@ -21,6 +22,7 @@ import torch
 
 from . import deepseek_v4 as D
 from . import dsa as DSA
+from . import gemma4 as GM
 from . import numerics as N
 from . import qwen3_5 as Q
 
@@ -31,6 +33,8 @@ def model_module(directory):
         mt = json.load(f).get("model_type")
     if mt in DSA.MODEL_TYPES:
         return DSA
+    if mt in GM.WRAPPER_TYPES + GM.TEXT_TYPES:
+        return GM
     return Q if mt in Q.WRAPPER_TYPES + Q.TEXT_TYPES else D
 
 

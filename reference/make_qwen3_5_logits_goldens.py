@@ -21,26 +21,13 @@ the same cases and record, meta.json with `numerics`; their tolerance: reference
 Every case is 150 tokens: it crosses the 64-token chunk and a 128-token block boundary, with the
 prefill K = 1 (every token decoded), K in the middle, and K = n (one row: the prefill path alone).
 """
-import argparse
-import json
-import os
-import shutil
-import subprocess
-import tempfile
 
-import numpy as np
-import torch
-
-from . import numerics as N
 from . import qwen3_5 as Q
-from .make_logits_goldens import TOPK, _ids, row_hash
+from .bf16_logits_goldens import Goldens
 from .qwen3_5_tiny_checkpoint import make_tiny
 
-ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "goldens", "qwen3_5", "logits")
-SUBSET = 128
 MOE_PRESETS = ("qwen3.5-moe-tiny",)
 
-# name: (preset, model seed, ids seed, n ids, prefill)
 CASES = {
     "tiny_s1_n150_k1": ("qwen3.5-tiny", 1, 111, 150, 1),
     "tiny_s2_n150_k75": ("qwen3.5-tiny", 2, 222, 150, 75),
@@ -51,94 +38,17 @@ CASES = {
 }
 
 
-def checkpoint(name, a, tmp):
-    """(directory, source description) of the case's checkpoint."""
-    preset, seed = CASES[name][:2]
-    if a.model:
-        return a.model, f"given checkpoint {os.path.basename(os.path.normpath(a.model))}"
-    mdir = os.path.join(tmp, name)
-    if a.strata:
-        subprocess.run([a.strata, "make-model", "--preset", preset, "--seed", str(seed), "--out", mdir],
-                       check=True, stdout=subprocess.DEVNULL)
-        return mdir, f"strata make-model --preset {preset} --seed {seed}"
+def _tiny(mdir, seed, preset):
     make_tiny(mdir, seed, moe=preset in MOE_PRESETS)
-    return mdir, f"reference.qwen3_5_tiny_checkpoint seed {seed}{' --moe' if preset in MOE_PRESETS else ''}"
+    return f"reference.qwen3_5_tiny_checkpoint seed {seed}{' --moe' if preset in MOE_PRESETS else ''}"
 
 
-def case_model(name, a, tmp):
-    """(the case's checkpoint loaded in the reference, source description)."""
-    mdir, source = checkpoint(name, a, tmp)
-    torch.set_grad_enabled(False)
-    return Q.Model(mdir, load_mtp=False), source
-
-
-def case_logits(name, model, rows=None):
-    """(ids, logits [rows, vocab]) of the case in the current numerics profile; rows: only the first
-    rows (row r depends on ids[0..K+r) alone)."""
-    preset, seed, ids_seed, n, k = CASES[name]
-    ids = _ids(ids_seed, n, model.cfg.vocab_size)
-    m = n if rows is None else min(n, k - 1 + rows)
-    return ids, Q.run_teacher_forcing(model, ids[:m], k).numpy().astype(np.float32)
-
-
-def make_case(name, a, tmp, numerics="exact"):
-    preset, seed, ids_seed, n, k = CASES[name]
-    model, source = case_model(name, a, tmp)
-    vocab = model.cfg.vocab_size
-    with N.profile(numerics):
-        ids, logits = case_logits(name, model)
-    rows = logits.shape[0]
-    assert rows == 1 + n - k
-    stride = max(vocab // SUBSET, 1)
-    sub_idx = np.arange(min(SUBSET, vocab), dtype=np.int64) * stride
-    order = np.argsort(-logits, axis=1, kind="stable")[:, :TOPK]
-    out = os.path.join(ROOT, name) if numerics == "exact" else os.path.join(ROOT, numerics, name)
-    os.makedirs(out, exist_ok=True)
-    np.save(os.path.join(out, "subset.npy"), np.ascontiguousarray(logits[:, sub_idx]))
-    np.save(os.path.join(out, "top_ids.npy"), order.astype(np.int64))
-    np.save(os.path.join(out, "top_vals.npy"), np.take_along_axis(logits, order, 1).astype(np.float32))
-    meta = {
-        "what": "reference.logits (prefill ids[0..prefill), then one teacher-forced decode step per id) on the "
-                "checkpoint named by `source`; row r = logits after position prefill-1+r (bf16 values)",
-        "preset": preset, "seed": seed, "source": source, "model_type": model.cfg.model_type,
-        "ids": ids, "prefill": k, "rows": rows, "vocab": vocab,
-        "subset_stride": stride, "subset_count": len(sub_idx), "topk": TOPK,
-        "hash": "row_hash: sum_i w_i*P^(i+1) mod 2^64 over the fp32 bit patterns, P=0x100000001b3; ^= n; splitmix64",
-        "row_hashes": [f"{row_hash(logits[r]):016x}" for r in range(rows)],
-        "max_abs_logit": float(np.abs(logits).max()),
-    }
-    if numerics != "exact":
-        meta["numerics"] = numerics
-        meta["what"] += ("; numerics profile '%s': the weight products accumulate as src/kernels/fast_linear.h "
-                         "defines (reference/numerics.py linear_mm)" % numerics)
-    with open(os.path.join(out, "meta.json"), "w") as f:
-        json.dump(meta, f, indent=1)
-        f.write("\n")
-    print(f"{name} ({numerics}): {rows} rows, max|logit| {meta['max_abs_logit']:.3f} ({source})", flush=True)
-    return logits
+GOLDENS = Goldens("qwen3_5", Q, CASES, _tiny)
+ROOT, case_model, case_logits, make_case = GOLDENS.root, GOLDENS.case_model, GOLDENS.case_logits, GOLDENS.make_case
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    src = ap.add_mutually_exclusive_group(required=True)
-    src.add_argument("--strata", help="path of the strata binary (make-model --preset P --seed S)")
-    src.add_argument("--model", help="a checkpoint directory: every selected case runs on it")
-    src.add_argument("--tiny", action="store_true", help="reference.qwen3_5_tiny_checkpoint with the case's seed")
-    ap.add_argument("--case", action="append", choices=sorted(CASES), help="default: all")
-    ap.add_argument("--keep", help="also save the full logits as <keep>/<case>.npy")
-    ap.add_argument("--numerics", choices=N.PROFILES, default="exact",
-                    help="exact: <case>/ (default); fast: fast/<case>/")
-    a = ap.parse_args(argv)
-    if a.strata:
-        a.strata = os.path.abspath(a.strata)
-    with tempfile.TemporaryDirectory() as tmp:
-        for name in a.case or list(CASES):
-            logits = make_case(name, a, tmp, a.numerics)
-            if a.keep:
-                os.makedirs(a.keep, exist_ok=True)
-                np.save(os.path.join(a.keep, name + ".npy"), logits)
-            if not a.model:
-                shutil.rmtree(os.path.join(tmp, name), ignore_errors=True)
+    GOLDENS.main(argv, __doc__.split("\n")[0])
 
 
 if __name__ == "__main__":

@@ -45,7 +45,10 @@ AutoRegister reg([](CLI::App& app) {
     q.preset = preset;
     q.seed = seed;
     q.out_dir = out;
-    q.tokenizer_dir = tokenizer.empty() ? default_tokenizer_dir(arch.tokenizer) : tokenizer;
+    // An architecture that ships no tokenizer writes the checkpoint without one unless asked.
+    q.tokenizer_dir = !tokenizer.empty()       ? tokenizer
+                      : arch.tokenizer.empty() ? std::string()
+                                               : default_tokenizer_dir(arch.tokenizer);
     q.threads = threads;
     q.shard_bytes = uint64_t(shard_mb * 1e6);
     ProgressBar bar("make-model " + preset);

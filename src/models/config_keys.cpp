@@ -163,6 +163,17 @@ std::string ConfigReader::string_or(const char* key, const std::string& fallback
   return v;
 }
 
+std::vector<int64_t> ConfigReader::ids_or_empty(const char* key) {
+  const nlohmann::json e = get_or<nlohmann::json>(key, nullptr);
+  if (e.is_null()) return {};
+  try {
+    if (e.is_array()) return e.get<std::vector<int64_t>>();
+    return {e.get<int64_t>()};
+  } catch (const nlohmann::json::exception&) {
+    wrong_type(key);
+  }
+}
+
 ConfigReader ConfigReader::object(const char* key, bool config) {
   setting(key);
   if (!has(key)) missing(key);

@@ -79,6 +79,8 @@ class ConfigReader {
   std::string string_or(const char* key, const std::string& fallback);
   template <class T>
   T get_or(const char* key, T fallback);
+  // An optional id or list of ids (eos_token_id): [] when absent or null.
+  std::vector<int64_t> ids_or_empty(const char* key);
 
   // A nested object read key by key (its own unknown keys are found too). object() requires
   // it; optional_object() returns nothing when the key is absent or null, and then records

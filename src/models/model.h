@@ -4,6 +4,7 @@
 // Model (a loaded checkpoint that runs batches of tokens against sequences); the registry
 // (registry.h) builds them from config.json. Nothing above src/models names an architecture.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -12,6 +13,7 @@
 #include "cache/cache_map.h"
 #include "cache/cache_spec.h"
 #include "cache/undo_log.h"
+#include "core/error.h"
 #include "models/model_config.h"
 
 namespace strata {
@@ -146,6 +148,23 @@ class Model {
   // Throws strata::Error for an empty run, an id outside the vocabulary, or a sequence that
   // would pass max_positions() once the n tokens at pos0 run.
   void check_ids(const int64_t* ids, int64_t n, int64_t pos0) const;
+  // A batch's states as the model's own state type S (one with `layers` layers): a missing
+  // state, another model's, one that appears twice, or bad ids throw strata::Error before any
+  // state changes.
+  template <class S>
+  std::vector<S*> batch_states(const std::vector<BatchItem>& items, size_t layers) const {
+    std::vector<S*> out;
+    for (const auto& it : items) {
+      if (!it.state) throw Error("forward: no sequence state");
+      auto* st = dynamic_cast<S*>(it.state);
+      if (!st || st->layers.size() != layers) throw Error("forward: sequence state does not belong to this model");
+      check_ids(it.ids, it.n, st->pos);
+      if (std::find(out.begin(), out.end(), st) != out.end())
+        throw Error("forward_batch: a sequence appears twice in one batch");
+      out.push_back(st);
+    }
+    return out;
+  }
 };
 
 }  // namespace strata::models

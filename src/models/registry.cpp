@@ -7,13 +7,14 @@
 #include "io/json_file.h"
 #include "models/deepseek_v4/architecture.h"
 #include "models/dsa/architecture.h"
+#include "models/gemma4/architecture.h"
 #include "models/qwen3_5/architecture.h"
 
 namespace strata::models {
 
 const std::vector<const Architecture*>& architectures() {
   static const std::vector<const Architecture*> all = {&dsv4::architecture(), &qwen35::architecture(),
-                                                             &dsa::architecture()};
+                                                             &dsa::architecture(), &gemma4::architecture()};
   return all;
 }
 

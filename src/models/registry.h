@@ -37,7 +37,7 @@ struct Architecture {
   // The config.json a preset stands for (`ledger --preset`, `inspect --preset`).
   std::function<nlohmann::json(const std::string& preset)> preset_config;
   std::function<void(const MakeModelRequest&)> make_model;
-  std::string tokenizer;  // the tokenizer folder (shared/tokenizers/<name>) its presets ship
+  std::string tokenizer;  // the tokenizer folder (shared/tokenizers/<name>) its presets ship; "": none
 };
 
 const std::vector<const Architecture*>& architectures();

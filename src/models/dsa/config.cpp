@@ -243,14 +243,7 @@ Config parse_config(const json& j, const std::string& where) {
   c.tie_word_embeddings = r.boolean_or("tie_word_embeddings", false);
   require(!c.tie_word_embeddings, w, "tie_word_embeddings must be false (the DSA models have their own head)");
   if (const json b = r.metadata_or<json>("bos_token_id", nullptr); b.is_number_integer()) c.bos_token_id = b.get<int64_t>();
-  if (const json e = r.get_or<json>("eos_token_id", nullptr); !e.is_null()) {
-    try {
-      if (e.is_array()) c.eos_token_ids = e.get<std::vector<int64_t>>();
-      else c.eos_token_ids.push_back(e.get<int64_t>());
-    } catch (const json::exception&) {
-      throw Error(w + ": key 'eos_token_id' has the wrong type");
-    }
-  }
+  c.eos_token_ids = r.ids_or_empty("eos_token_id");
   c.strata_random_weights = r.metadata_or("strata_random_weights", false);
   c.keys.finish();
   validate(c, w);

@@ -92,18 +92,9 @@ void Model::decoder(const DecoderWeights& w, const vector<Segment>& segs, float*
 
 void Model::forward_batch(vector<BatchItem>& items) const {
   const Config& c = config();
+  const vector<SequenceState*> states = batch_states<SequenceState>(items, size_t(c.num_hidden_layers));
   int64_t n = 0;
-  vector<SequenceState*> states;
-  for (const auto& it : items) {
-    if (!it.state) throw Error("forward: no sequence state");
-    SequenceState& st = state_of(*it.state);
-    if (st.layers.size() != size_t(c.num_hidden_layers)) throw Error("forward: sequence state does not belong to this model");
-    check_ids(it.ids, it.n, st.pos);
-    for (const auto* o : states)
-      if (o == &st) throw Error("forward_batch: a sequence appears twice in one batch");
-    states.push_back(&st);
-    n += it.n;
-  }
+  for (const auto& it : items) n += it.n;
   if (items.empty()) return;
   const int64_t d = c.hidden_size, V = c.vocab_size;
   vector<int64_t> ids;

@@ -1,5 +1,6 @@
 #include "models/layers/rotate_half_rope.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/numfmt.h"
@@ -13,6 +14,11 @@ RotateHalfRope::RotateHalfRope(int64_t rotary_dim, double theta) : dim_(rotary_d
     const float p = float(std::pow(base, double(e)));
     inv_.push_back(1.0f / p);
   }
+}
+
+RotateHalfRope::RotateHalfRope(int64_t rotary_dim, double theta, int64_t rotated_angles)
+    : RotateHalfRope(rotary_dim, theta) {
+  for (size_t i = size_t(std::max<int64_t>(rotated_angles, 0)); i < inv_.size(); ++i) inv_[i] = 0.0f;
 }
 
 void RotateHalfRope::cos_sin(int64_t pos, float* c, float* s) const {

@@ -5,6 +5,8 @@
 //   x'[i]       = bf16(bf16(x[i] c) + bf16(−x[i+r/2] s))
 //   x'[i + r/2] = bf16(bf16(x[i+r/2] c) + bf16(x[i] s))
 // dims ≥ r unchanged. MRoPE's three position rows are equal for text, so it reduces to this.
+// Proportional RoPE (Gemma 4's full layers) is this over the whole head with only the first
+// `rotated_angles` frequencies kept (the others 0: cos 1, sin 0), their exponent still 2i / r.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -15,6 +17,7 @@ class RotateHalfRope {
  public:
   RotateHalfRope() = default;
   RotateHalfRope(int64_t rotary_dim, double theta);
+  RotateHalfRope(int64_t rotary_dim, double theta, int64_t rotated_angles);
   int64_t rotary_dim() const { return dim_; }
   const std::vector<float>& inv_freq() const { return inv_; }
   // The bf16 cos / sin of the r/2 angles at pos.

@@ -123,14 +123,7 @@ Config parse_config(const json& j, const std::string& where) {
     c.tie_word_embeddings = t.boolean_or("tie_word_embeddings", false);
     if (text) top.metadata({"tie_word_embeddings"});
   }
-  if (const json e = t.get_or<json>("eos_token_id", nullptr); !e.is_null()) {
-    try {
-      if (e.is_array()) c.eos_token_ids = e.get<std::vector<int64_t>>();
-      else c.eos_token_ids.push_back(e.get<int64_t>());
-    } catch (const json::exception&) {
-      throw Error(w + ": key 'eos_token_id' has the wrong type");
-    }
-  }
+  c.eos_token_ids = t.ids_or_empty("eos_token_id");
   c.strata_random_weights = top.metadata_or("strata_random_weights", false);
   c.keys.finish();
 

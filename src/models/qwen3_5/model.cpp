@@ -80,23 +80,17 @@ void Model::decoder(const DecoderWeights& w, const vector<Segment>& segs, float*
 
 void Model::forward_batch(vector<BatchItem>& items) const {
   const Config& c = config();
+  const vector<SequenceState*> states = batch_states<SequenceState>(items, size_t(c.num_hidden_layers));
   int64_t n = 0;
-  vector<SequenceState*> states;
-  for (const auto& it : items) {
-    if (!it.state) throw Error("forward: no sequence state");
-    SequenceState& st = state_of(*it.state);
-    if (st.layers.size() != size_t(c.num_hidden_layers)) throw Error("forward: sequence state does not belong to this model");
-    check_ids(it.ids, it.n, st.pos);
-    for (const auto* o : states)
-      if (o == &st) throw Error("forward_batch: a sequence appears twice in one batch");
+  for (size_t i = 0; i < items.size(); ++i) {
+    const auto& it = items[i];
     // Each drafted token's recurrent state goes to a draft slot: refused before any state is
     // touched when there are too few.
     if (it.undo)
-      for (const auto& L : st.layers)
+      for (const auto& L : states[i]->layers)
         if (L.linear && it.n - 1 > L.draft_copies)
           throw Error("a speculative pass of " + std::to_string(it.n) + " tokens needs " + std::to_string(it.n - 1) +
                       " draft slots; the state has " + std::to_string(L.draft_copies));
-    states.push_back(&st);
     n += it.n;
   }
   const int64_t d = c.hidden_size, V = c.vocab_size;

@@ -1,0 +1,17 @@
+// Gemma 4's K=V full layers: one projection r = W_k x (bf16) gives both
+//   k = RoPE(k_norm(r)) = RoPE(bf16(t · w_k)),  v = bf16(t),  t = r · rsqrt(mean(r²) + eps)
+// (the norms share t: Gemma's v_norm has no weight). The cache keeps r alone, half the bytes
+// of K + V, and K and V are rebuilt from it exactly as the layer first computed them.
+#pragma once
+#include <cstdint>
+
+#include "models/layers/rotate_half_rope.h"
+
+namespace strata::gemma4 {
+
+// One position's `heads` rows of r (bf16 bits, D each) → k and v rows (bf16 bits); cos / sin
+// the position's RoPE angles (rope.cos_sin).
+void k_eq_v_rebuild(const uint16_t* r, int64_t heads, int64_t D, const uint16_t* k_norm, float eps,
+                    const models::RotateHalfRope& rope, const float* cos, const float* sin, uint16_t* k, uint16_t* v);
+
+}  // namespace strata::gemma4
