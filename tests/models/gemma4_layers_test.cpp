@@ -12,6 +12,7 @@
 #include "models/gemma4/k_eq_v.h"
 #include "models/layers/gelu_tanh.h"
 #include "models/layers/logit_softcap.h"
+#include "models/layers/rope_table.h"
 #include "models/layers/rotate_half_rope.h"
 
 namespace strata::models {
@@ -61,9 +62,10 @@ TEST(Gemma4Layers, KEqualsVRebuildIsTheLayersOwnKAndV) {
   std::vector<uint16_t> r(static_cast<size_t>(heads * D)), w(static_cast<size_t>(D)), k(r.size()), v(r.size());
   for (int64_t i = 0; i < heads * D; ++i) r[size_t(i)] = f32_to_bf16(float(std::cos(double(i) * 1.3)) * 3.0f);
   for (int64_t i = 0; i < D; ++i) w[size_t(i)] = f32_to_bf16(1.0f + 0.1f * float(std::sin(double(i))));
-  std::vector<float> c(static_cast<size_t>(D / 2)), s(c.size());
-  rope.cos_sin(77, c.data(), s.data());
-  gemma4::k_eq_v_rebuild(r.data(), heads, D, w.data(), 1e-6f, rope, c.data(), s.data(), k.data(), v.data());
+  const RopeTable table(rope, 4096);
+  EXPECT_EQ(table.angles(), 8);
+  table.reach(78);
+  gemma4::k_eq_v_rebuild(r.data(), heads, D, w.data(), 1e-6f, table.row(77), table.angles(), k.data(), v.data());
   for (int64_t h = 0; h < heads; ++h) {
     std::vector<float> x(static_cast<size_t>(D)), kk(x.size()), vv(x.size());
     for (int64_t i = 0; i < D; ++i) x[size_t(i)] = bf16_to_f32(r[size_t(h * D + i)]);

@@ -17,7 +17,7 @@ namespace {
 
 // A full layer's view after its rows were appended: K + V entries read in place, K=V entries
 // rebuilt (k, v) for every visible position.
-KvView full_view(const Config& c, int64_t l, const AttentionWeights& w, const models::RotateHalfRope& rope,
+KvView full_view(const Config& c, int64_t l, const AttentionWeights& w, const models::RopeTable& table,
                  const LayerState& L, int64_t end) {
   const int64_t KV = c.layer_kv_heads(l), D = c.layer_head_dim(l), kvv = KV * D;
   KvView v;
@@ -32,14 +32,12 @@ KvView full_view(const Config& c, int64_t l, const AttentionWeights& w, const mo
   }
   v.owned.resize(size_t(end * 2 * kvv));
   const float eps = float(c.rms_norm_eps);
-  const int64_t half = rope.rotary_dim() / 2;
+  table.reach(end);
   kernels::parallel_for(end, 64, [&](int64_t b, int64_t e) {
-    std::vector<float> cs(static_cast<size_t>(half)), sn(static_cast<size_t>(half));
     for (int64_t p = b; p < e; ++p) {
-      rope.cos_sin(p, cs.data(), sn.data());
       uint16_t* kp = v.owned.data() + p * 2 * kvv;
-      k_eq_v_rebuild(reinterpret_cast<const uint16_t*>(L.kv.entry(p)), KV, D, w.k_norm, eps, rope, cs.data(),
-                     sn.data(), kp, kp + kvv);
+      k_eq_v_rebuild(reinterpret_cast<const uint16_t*>(L.kv.entry(p)), KV, D, w.k_norm, eps, table.row(p),
+                     table.angles(), kp, kp + kvv);
     }
   });
   for (int64_t p = 0; p < end; ++p) {
@@ -52,7 +50,8 @@ KvView full_view(const Config& c, int64_t l, const AttentionWeights& w, const mo
 }  // namespace
 
 void attention(const Config& c, int64_t l, const AttentionWeights& w, const models::RotateHalfRope& rope,
-               const std::vector<Segment>& segs, const float* x, int64_t n, float* out, std::vector<KvView>& views) {
+               const models::RopeTable& table, const std::vector<Segment>& segs, const float* x, int64_t n, float* out,
+               std::vector<KvView>& views) {
   const int64_t H = c.num_attention_heads, KV = c.layer_kv_heads(l), D = c.layer_head_dim(l), group = H / KV;
   const int64_t kvv = KV * D;
   const float eps = float(c.rms_norm_eps);
@@ -114,7 +113,7 @@ void attention(const Config& c, int64_t l, const AttentionWeights& w, const mode
           cache::save_before_append(s.undo, s.pos0 + t, L.kv);
           std::copy_n(f + t * ev, ev, reinterpret_cast<uint16_t*>(L.kv.append()));
         }
-        views[i] = full_view(c, l, w, rope, L, s.pos0 + s.rows);
+        views[i] = full_view(c, l, w, table, L, s.pos0 + s.rows);
       }
       row += s.rows;
     }

@@ -12,12 +12,15 @@
 #include "models/gemma4/kv_view.h"
 #include "models/gemma4/state.h"
 #include "models/gemma4/weights.h"
+#include "models/layers/rope_table.h"
 #include "models/layers/rotate_half_rope.h"
 
 namespace strata::gemma4 {
 
-// views: one per segment; filled by a layer with its own K/V, read by a KV-shared layer.
+// views: one per segment; filled by a layer with its own K/V, read by a KV-shared layer. table:
+// rope's rows (a K=V layer re-rotates every cached key each pass).
 void attention(const Config& c, int64_t layer, const AttentionWeights& w, const models::RotateHalfRope& rope,
-               const std::vector<Segment>& segs, const float* x, int64_t n, float* out, std::vector<KvView>& views);
+               const models::RopeTable& table, const std::vector<Segment>& segs, const float* x, int64_t n,
+               float* out, std::vector<KvView>& views);
 
 }  // namespace strata::gemma4

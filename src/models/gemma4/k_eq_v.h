@@ -5,13 +5,14 @@
 #pragma once
 #include <cstdint>
 
-#include "models/layers/rotate_half_rope.h"
 
 namespace strata::gemma4 {
 
-// One position's `heads` rows of r (bf16 bits, D each) → k and v rows (bf16 bits); cos / sin
-// the position's RoPE angles (rope.cos_sin).
+// One position's `heads` rows of r (bf16 bits, D each) → k and v rows (bf16 bits). cos_sin: the
+// position's row of a RopeTable (the `angles` rotating angles' cos, then their sin); the pairs
+// past them rotate by angle 0, which leaves them as they are (RotateHalfRope::apply could turn
+// a −0 into +0 there, which no dot product can tell).
 void k_eq_v_rebuild(const uint16_t* r, int64_t heads, int64_t D, const uint16_t* k_norm, float eps,
-                    const models::RotateHalfRope& rope, const float* cos, const float* sin, uint16_t* k, uint16_t* v);
+                    const float* cos_sin, int64_t angles, uint16_t* k, uint16_t* v);
 
 }  // namespace strata::gemma4

@@ -54,6 +54,7 @@ Model::Model(Config c, SafetensorsCheckpoint ckpt) : arch_(std::move(c)), ckpt_(
                    ? models::RotateHalfRope(D, cf.full_rope_theta,
                                             int64_t(std::floor(cf.full_partial_rotary_factor * double(D) / 2)))
                    : models::RotateHalfRope(D, cf.full_rope_theta);
+  full_table_ = models::RopeTable(full_rope_, cf.max_position_embeddings);
 }
 
 std::unique_ptr<models::Sequence> Model::new_sequence(const models::CacheOptions&) const {
@@ -93,7 +94,7 @@ void Model::forward_batch(vector<BatchItem>& items) const {
     const int64_t own = c.kv_shared(l) ? c.kv_source(l) : l;
     for (size_t i = 0; i < items.size(); ++i) segs[i] = {&states[i]->layers[size_t(own)], states[i]->pos, items[i].n, items[i].undo};
     norm_rows(h.data(), w.input_norm, n, d, eps, x.data());
-    attention(c, l, w.attn, c.sliding(l) ? sliding_rope_ : full_rope_, segs, x.data(), n, y.data(),
+    attention(c, l, w.attn, c.sliding(l) ? sliding_rope_ : full_rope_, full_table_, segs, x.data(), n, y.data(),
               views[size_t(own)]);
     norm_rows(y.data(), w.post_attention_norm, n, d, eps, y.data());
     for (int64_t i = 0; i < n * d; ++i) h[size_t(i)] = round_bf16(h[size_t(i)] + y[size_t(i)]);

@@ -14,6 +14,7 @@
 #include "models/gemma4/state.h"
 #include "models/gemma4/weights.h"
 #include "models/layers/logit_softcap.h"
+#include "models/layers/rope_table.h"
 #include "models/layers/rotate_half_rope.h"
 #include "models/model.h"
 
@@ -43,6 +44,7 @@ class Model final : public models::Model {
   SafetensorsCheckpoint ckpt_;
   ModelWeights w_;
   models::RotateHalfRope sliding_rope_, full_rope_;
+  models::RopeTable full_table_;  // full_rope_'s rows: K=V layers re-rotate their cached keys
   models::LogitSoftcap softcap_;
 };
 
