@@ -725,8 +725,18 @@ bool Engine::Impl::step() {
       ++m.preempted;
       waiting.push_front(std::move(running[v]));
     }
-    if (!reserve(*running[i], running[i]->context() + plan.chunk[i]))
+    if (reserve(*running[i], running[i]->context() + plan.chunk[i])) continue;
+    // The newest left still does not fit. With older requests holding the pool, that is the
+    // pool's geometry (free blocks below the highest one cannot become a slot), not this
+    // request's size: it waits for them like any preempted request. Alone, it cannot fit.
+    if (std::any_of(running.begin(), running.begin() + ptrdiff_t(i), [](const Req& r) { return bool(r); })) {
+      free_cache(*running[i]);
+      std::lock_guard lk(mu);
+      ++m.preempted;
+      waiting.push_front(std::move(running[i]));
+    } else {
       finish(running[i], running[i]->end_event(false, "out of cache memory"), true);
+    }
   }
 
   int64_t recomputed = 0;

@@ -14,7 +14,9 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <utility>
 
+#include "cache/pool.h"
 #include "core/error.h"
 #include "engine/request_snapshot.h"
 #include "engine/engine_harness.h"
@@ -187,6 +189,63 @@ EngineMetrics preemption_across_blocks(int spec_tokens) {
 }
 
 TEST(Engine, PreemptionAcrossBlocksEqualsGenerate) { preemption_across_blocks(0); }
+
+// The pool refuses what the byte budget allows when freed blocks sit below a block still in
+// use: they can only become blocks, not the slot a new request needs. A (blocks 0, 1, then 5)
+// outlives B (blocks 2-4); C and D then fit the budget, but D's slot does not fit above block 5.
+// D must wait for C (put back, like a preempted request), not end in "out of cache memory"
+// (the soak test's 500s under load).
+TEST(Engine, FragmentedPoolPutsTheNewestBackInsteadOfFailingIt) {
+  auto& s = shared();
+  const auto layout = dsv4::cache_layout(s.model->config());
+  const cache::CachePool probe(layout, int64_t(1) << 30);
+  const int64_t S = probe.slot_stride(), b = probe.block_stride();
+  ASSERT_GT(S, b);  // the peak (two slots, six blocks) fits the budget below
+  auto make = [](uint64_t id, int len, int64_t max_tokens) {
+    Request r;
+    r.id = id;
+    for (int t = 0; t < len; ++t) r.prompt.push_back(int32_t(2000 + 31 * t + 7 * int(id)));
+    r.sampling.temperature = 0;
+    r.sampling.ignore_eos = true;
+    r.sampling.max_tokens = max_tokens;
+    return r;
+  };
+  const Request a = make(1, 240, 140), b_req = make(2, 300, 40), c_req = make(3, 10, 10), d = make(4, 10, 10);
+  std::map<uint64_t, Outcome> expect;
+  for (const Request* r : {&a, &b_req, &c_req, &d}) expect[r->id] = run_alone(*r);
+  EngineOptions opt;
+  opt.max_running = 4;
+  opt.max_batch_tokens = 512;  // B's prompt in one chunk: its three blocks before A's third
+  opt.max_context = 512;
+  opt.prefix_cache = false;    // no checkpoint slots: the geometry is the requests' alone
+  opt.pool_bytes = 3 * S + 5 * b + b / 2;
+  Collector c;
+  Engine eng(s.model, s.tok, opt);
+  std::promise<void> a_started;
+  bool started = false;
+  auto inner = c.callback();
+  eng.submit(a, [&](const Event& e) {
+    inner(e);
+    if (!std::exchange(started, true)) a_started.set_value();
+  });
+  a_started.get_future().wait();
+  eng.submit(b_req, c.callback());
+  c.wait_all(1);  // B done, A still decoding with its third block above B's freed ones
+  {
+    std::lock_guard lk(c.mu);
+    ASSERT_FALSE(c.out[a.id].done);
+  }
+  eng.submit(c_req, c.callback());
+  eng.submit(d, c.callback());
+  c.wait_all(4);
+  for (const Request* r : {&a, &b_req, &c_req, &d})
+    EXPECT_TRUE(c.out[r->id] == expect[r->id]) << r->id << ": " << c.out[r->id].error;
+  const auto m = eng.metrics();
+  EXPECT_EQ(m.errored, 0);
+  EXPECT_EQ(m.finished, 4);
+  EXPECT_GT(m.preempted, 0);  // D, put back while C held the slot room
+  for (auto& [kind, bytes] : m.pool_bytes_by_kind) EXPECT_EQ(bytes, 0) << kind;
+}
 
 // Speculative decoding inside continuous batching: MTP drafts verified in the same
 // forward_batch as other requests' prefill chunks and decode tokens, rolled back on
