@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Configures and builds one flavour of strata: release (default) or sanitize (ASan+UBSan).
-# Usage: scripts/build.sh [release|sanitize] [ninja targets...]
+# Usage: scripts/build.sh [release|sanitize|fuzz] [ninja targets...]
+# fuzz: the libFuzzer targets under fuzz/, with clang, ASan and UBSan (scripts/fuzz.sh runs them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kind="${1:-release}"; shift || true
 case "$kind" in
   release)  flags=(-DCMAKE_BUILD_TYPE=Release) ;;
   sanitize) flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRATA_SANITIZE=ON -DSTRATA_BENCH=OFF) ;;
-  *) echo "unknown build kind '$kind' (release|sanitize)" >&2; exit 2 ;;
+  # -O1: OSS-Fuzz's level, where sanitizers and coverage keep their precision.
+  fuzz)     flags=(-DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS=-O1 -DCMAKE_CXX_COMPILER=clang++ -DSTRATA_FUZZ=ON) ;;
+  *) echo "unknown build kind '$kind' (release|sanitize|fuzz)" >&2; exit 2 ;;
 esac
 # ccache, where installed (scripts/setup.sh installs it): a build of sources compiled before,
 # in any checkout of the project on this machine, takes the objects from the cache. Paths are

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs the whole test suite: the release build at the best ISA, the
 # ISA-dependent layers (kernels, models: every kernel and the forward pass with its goldens)
-# again with the scalar (and AVX2) kernels forced, then everything under ASan+UBSan.
+# again with the scalar (and AVX2) kernels forced, then everything under ASan+UBSan, then every
+# fuzz target (fuzz/) for STRATA_FUZZ_SECONDS (30) from its seeds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -39,3 +40,8 @@ if build/release/strata --isa avx512 version >/dev/null 2>&1; then
 fi
 scripts/build.sh sanitize
 run_suite sanitize build/sanitize '' '' ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+
+echo "== fuzz (${STRATA_FUZZ_SECONDS:-30} s a target)"
+targets=$(scripts/fuzz.sh --list)
+scripts/build.sh fuzz $(sed 's/^/fuzz_/' <<<"$targets") >/dev/null
+STRATA_FUZZ_NO_BUILD=1 xargs -P "$jobs" -I{} scripts/fuzz.sh {} "${STRATA_FUZZ_SECONDS:-30}" <<<"$targets"

@@ -1,6 +1,9 @@
 #include "core/cpu.h"
 
 #include <atomic>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include <cstdlib>
 #include <string>
 
@@ -9,6 +12,14 @@
 namespace strata {
 namespace {
 
+#if defined(__x86_64__)
+// CPUID leaf 1, ECX bit 29 (clang's __builtin_cpu_supports does not know "f16c").
+bool has_f16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
+}
+#endif
+
 Isa detect() {
 #if defined(__x86_64__)
   __builtin_cpu_init();
@@ -16,7 +27,7 @@ Isa detect() {
       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
       __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512vnni"))
     return Isa::avx512;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c())
     return Isa::avx2;
 #endif
   return Isa::scalar;

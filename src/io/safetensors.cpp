@@ -62,24 +62,23 @@ std::string TensorInfo::shape_str() const {
   return s + "]";
 }
 
-SafetensorsFile::SafetensorsFile(const std::string& path, int shard_index) : file_(path) {
-  const uint64_t fsize = file_.size();
+SafetensorsHeader parse_safetensors(const uint8_t* bytes, uint64_t fsize, const std::string& path, int shard_index) {
+  SafetensorsHeader h;
   if (fsize < 8) throw Error(path + ": truncated: " + std::to_string(fsize) + " bytes, no header length");
-  const uint64_t hlen = read_u64_le(file_.data());
+  const uint64_t hlen = read_u64_le(bytes);
   if (hlen < 2 || hlen > kMaxHeader || hlen > fsize - 8)
     throw Error(path + ": header length " + std::to_string(hlen) + " is impossible for a file of " +
                 std::to_string(fsize) + " bytes (truncated or not safetensors)");
-  const char* hb = reinterpret_cast<const char*>(file_.data() + 8);
+  const char* hb = reinterpret_cast<const char*>(bytes + 8);
   json j = parse_header(path, hb, hb + hlen);
   const uint64_t data_start = 8 + hlen;
   const uint64_t data_size = fsize - data_start;
-
   for (auto& [name, v] : j.items()) {
     if (name == "__metadata__") {
       if (!v.is_object()) throw Error(path + ": __metadata__ is not an object");
       for (auto& [k, mv] : v.items()) {
         if (!mv.is_string()) throw Error(path + ": __metadata__ value for '" + k + "' is not a string");
-        metadata_[k] = mv.get<std::string>();
+        h.metadata[k] = mv.get<std::string>();
       }
       continue;
     }
@@ -116,17 +115,24 @@ SafetensorsFile::SafetensorsFile(const std::string& path, int shard_index) : fil
                   std::string(dtype_name(t.dtype)) + " (expected " + std::to_string(uint64_t(want)) + ")");
     t.offset = data_start + b;
     t.nbytes = e - b;
-    tensors_.push_back(std::move(t));
+    h.tensors.push_back(std::move(t));
   }
   // No two tensors may share bytes.
   std::vector<const TensorInfo*> order;
-  for (auto& t : tensors_) order.push_back(&t);
+  for (auto& t : h.tensors) order.push_back(&t);
   std::sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->offset < b->offset; });
   for (size_t i = 1; i < order.size(); ++i) {
     const TensorInfo* p = order[i - 1];
     if (p->nbytes && order[i]->nbytes && order[i]->offset < p->offset + p->nbytes)
       throw Error(path + ": tensors '" + p->name + "' and '" + order[i]->name + "' overlap");
   }
+  return h;
+}
+
+SafetensorsFile::SafetensorsFile(const std::string& path, int shard_index) : file_(path) {
+  SafetensorsHeader h = parse_safetensors(file_.data(), file_.size(), path, shard_index);
+  tensors_ = std::move(h.tensors);
+  metadata_ = std::move(h.metadata);
 }
 
 SafetensorsCheckpoint SafetensorsCheckpoint::open_file(const std::string& path) {

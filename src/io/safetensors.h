@@ -33,9 +33,17 @@ struct TensorRef {
   template <class T> const T* as() const { return reinterpret_cast<const T*>(data); }
 };
 
-// One .safetensors file, validated: header length sane, JSON well formed, known dtypes,
+// A .safetensors file's header, validated: header length sane, JSON well formed, known dtypes,
 // shapes non-negative, data_offsets in bounds, sizes = numel × dtype size, no overlaps,
-// no duplicate names. Errors name the file and the tensor.
+// no duplicate names. `bytes` is the whole file (fsize bytes); offsets are absolute. Throws
+// Error naming `path` and the tensor.
+struct SafetensorsHeader {
+  std::vector<TensorInfo> tensors;
+  std::map<std::string, std::string> metadata;
+};
+SafetensorsHeader parse_safetensors(const uint8_t* bytes, uint64_t fsize, const std::string& path, int shard_index = 0);
+
+// One .safetensors file, mapped and validated by parse_safetensors.
 class SafetensorsFile {
  public:
   explicit SafetensorsFile(const std::string& path, int shard_index = 0);

@@ -390,7 +390,10 @@ void Server::handle_completion(Endpoint ep, const httplib::Request& req, httplib
     return send_error(req, res, bad_request(e.what()));
   }
   const ResponseMeta meta = meta_for(r, ep == Endpoint::chat ? "chatcmpl-" : "cmpl-");
-  auto [ex, release] = start_exchange(r, meta, req, res);
+  // Named, not a structured binding: the lambdas below capture them (clang 14 cannot).
+  auto started = start_exchange(r, meta, req, res);
+  auto ex = std::move(started.first);
+  auto release = std::move(started.second);
   if (!ex) return;
 
   if (!r.stream) {
@@ -483,7 +486,10 @@ void Server::handle_responses(const httplib::Request& req, httplib::Response& re
     return send_error(req, res, bad_request(e.what()));
   }
   const ResponseMeta meta = meta_for(rr.api, "resp_");
-  auto [ex, release] = start_exchange(rr.api, meta, req, res);
+  // Named, not a structured binding: the lambdas below capture them (clang 14 cannot).
+  auto started = start_exchange(rr.api, meta, req, res);
+  auto ex = std::move(started.first);
+  auto release = std::move(started.second);
   if (!ex) return;
   const Tokenizer& tok = *opt_.model.tokenizer;
   auto out = std::make_shared<ResponseBuilder>(meta.id, meta.model, meta.created, std::move(rr.settings),
