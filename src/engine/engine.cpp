@@ -543,7 +543,15 @@ void Engine::Impl::plan_drafts(const StepPlan& plan, std::vector<int64_t>& left)
 }
 
 bool Engine::Impl::sample_row(Req& r, std::vector<float>& row, StepTimes& t) {
-  Event ev = r->on_logits(row, tok->vocab_size(), scratch);
+  Event ev;
+  try {
+    ev = r->on_logits(row, tok->vocab_size(), scratch);
+  } catch (const std::exception& e) {
+    // Logits the sampler refuses (non-finite: a corrupt imported state) end this request
+    // alone, with the reason; the batch goes on.
+    finish(r, r->end_event(false, e.what()), true);
+    return false;
+  }
   ++t.generated;
   const auto now = RequestState::clock::now();
   if (!r->first_token_done) t.ttft.push_back(std::chrono::duration<double>(now - r->submitted).count());
