@@ -282,10 +282,7 @@ void Engine::cancel(uint64_t request_id) {
 EngineMetrics Engine::metrics() {
   auto& I = *impl_;
   std::lock_guard lk(I.mu);
-  EngineMetrics out = I.m;
-  I.m.ttft_seconds.clear();
-  I.m.itl_seconds.clear();
-  return out;
+  return I.m;
 }
 
 void Engine::export_request(uint64_t request_id, const std::string& path) {
@@ -784,8 +781,8 @@ bool Engine::Impl::step() {
     std::lock_guard lk(mu);
     m.generated_tokens += times.generated;
     m.recomputed_tokens += recomputed;
-    m.ttft_seconds.insert(m.ttft_seconds.end(), times.ttft.begin(), times.ttft.end());
-    m.itl_seconds.insert(m.itl_seconds.end(), times.itl.begin(), times.itl.end());
+    for (double s : times.ttft) m.ttft.observe(s);
+    for (double s : times.itl) m.itl.observe(s);
   }
   publish_pool();
   return true;

@@ -19,6 +19,7 @@
 
 #include "cache/cache_spec.h"
 #include "engine/finish_reason.h"
+#include "engine/latency_histogram.h"
 #include "engine/logprobs.h"
 #include "engine/sampling_params.h"
 
@@ -95,7 +96,7 @@ struct EngineMetrics {
   // with each other and with running requests, counted once).
   int64_t prefix_checkpoints = 0, prefix_blocks = 0;
   std::vector<std::pair<std::string, int64_t>> pool_bytes_by_kind;  // cache kind -> bytes in use
-  std::vector<double> ttft_seconds, itl_seconds;  // samples since the last metrics() call (for histograms)
+  LatencyHistogram ttft, itl;  // time to first token, between tokens: since start
 };
 
 // A waiting or running request as the server's introspection shows it (Engine::requests()).

@@ -37,11 +37,6 @@ void single(std::string& out, const std::string& name, const char* type, const s
   out += metric_line(name, {}, v);
 }
 
-// Seconds: 1 ms .. 60 s, roughly x2.5 apart.
-std::vector<double> latency_bounds() {
-  return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
-}
-
 }  // namespace
 
 std::string metric_line(const std::string& name, const std::vector<std::pair<std::string, std::string>>& labels,
@@ -56,29 +51,19 @@ std::string metric_line(const std::string& name, const std::vector<std::pair<std
   return out + " " + format_value(value) + "\n";
 }
 
-Histogram::Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
-
-void Histogram::observe(double v) {
-  size_t i = 0;
-  while (i < bounds_.size() && v > bounds_[i]) ++i;
-  ++counts_[i];
-  sum_ += v;
-  ++count_;
-}
-
-void Histogram::write(std::string& out, const std::string& name, const std::string& help) const {
+void write_histogram(std::string& out, const std::string& name, const std::string& help,
+                     const engine::LatencyHistogram& h) {
   header(out, name, "histogram", help);
+  const auto& bounds = engine::LatencyHistogram::bounds();
   uint64_t cum = 0;
-  for (size_t i = 0; i <= bounds_.size(); ++i) {
-    cum += counts_[i];
-    std::string le = i < bounds_.size() ? format_value(bounds_[i]) : "+Inf";
+  for (size_t i = 0; i <= bounds.size(); ++i) {
+    cum += h.counts[i];
+    std::string le = i < bounds.size() ? format_value(bounds[i]) : "+Inf";
     out += metric_line(name + "_bucket", {{"le", le}}, double(cum));
   }
-  out += metric_line(name + "_sum", {}, sum_);
-  out += metric_line(name + "_count", {}, double(count_));
+  out += metric_line(name + "_sum", {}, h.sum);
+  out += metric_line(name + "_count", {}, double(h.count));
 }
-
-ServerMetrics::ServerMetrics() : ttft_(latency_bounds()), itl_(latency_bounds()) {}
 
 void ServerMetrics::count_request(const std::string& route, int status) {
   std::lock_guard lk(mu_);
@@ -87,8 +72,6 @@ void ServerMetrics::count_request(const std::string& route, int status) {
 
 std::string ServerMetrics::render(const engine::EngineMetrics& m) {
   std::lock_guard lk(mu_);
-  for (double v : m.ttft_seconds) ttft_.observe(v);
-  for (double v : m.itl_seconds) itl_.observe(v);
   std::string out;
   // Info-style: the profile is a label, the value always 1, so dashboards can join on it.
   header(out, "strata_numerics_info", "gauge", "The numerics profile the engine computes with (exact or fast).");
@@ -139,8 +122,9 @@ std::string ServerMetrics::render(const engine::EngineMetrics& m) {
   }
   single(out, "strata_pool_usage_ratio", "gauge", "Pool bytes in use / pool bytes.",
          m.pool_bytes_total > 0 ? double(used) / double(m.pool_bytes_total) : 0.0);
-  ttft_.write(out, "strata_time_to_first_token_seconds", "Time from arrival to the first generated token.");
-  itl_.write(out, "strata_inter_token_latency_seconds", "Time between consecutive generated tokens of a request.");
+  write_histogram(out, "strata_time_to_first_token_seconds", "Time from arrival to the first generated token.", m.ttft);
+  write_histogram(out, "strata_inter_token_latency_seconds", "Time between consecutive generated tokens of a request.",
+                  m.itl);
   return out;
 }
 

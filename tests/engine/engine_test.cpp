@@ -87,6 +87,11 @@ EngineMetrics check_against_generate(EngineOptions opt, int count, int threads_e
   EXPECT_EQ(m.running, 0);
   EXPECT_EQ(m.waiting, 0);
   for (auto& [kind, b] : m.pool_bytes_by_kind) EXPECT_EQ(b, 0) << kind;
+  // Every token's latency is in the histograms, folded into fixed buckets as it came (memory
+  // that stays bounded whether or not anyone reads the metrics); reading consumes nothing.
+  EXPECT_EQ(m.ttft.count, uint64_t(count));
+  EXPECT_EQ(m.ttft.count + m.itl.count, uint64_t(m.generated_tokens));
+  EXPECT_EQ(eng.metrics().itl.count, m.itl.count);
   kernels::set_num_threads(0);
   return m;
 }

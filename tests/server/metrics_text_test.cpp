@@ -10,16 +10,18 @@ namespace {
 bool has_line(const std::string& text, const std::string& line) { return text.find(line + "\n") != std::string::npos; }
 
 TEST(MetricsText, HistogramIsCumulative) {
-  Histogram h({0.1, 1});
+  engine::LatencyHistogram h;
   h.observe(0.05);
   h.observe(0.5);
   h.observe(0.5);
   h.observe(5);
   std::string out;
-  h.write(out, "lat", "help");
+  write_histogram(out, "lat", "help", h);
   EXPECT_TRUE(has_line(out, "# TYPE lat histogram"));
-  EXPECT_TRUE(has_line(out, "lat_bucket{le=\"0.1\"} 1"));
-  EXPECT_TRUE(has_line(out, "lat_bucket{le=\"1\"} 3"));
+  EXPECT_TRUE(has_line(out, "lat_bucket{le=\"0.025\"} 0"));
+  EXPECT_TRUE(has_line(out, "lat_bucket{le=\"0.05\"} 1"));
+  EXPECT_TRUE(has_line(out, "lat_bucket{le=\"0.5\"} 3"));
+  EXPECT_TRUE(has_line(out, "lat_bucket{le=\"5\"} 4"));
   EXPECT_TRUE(has_line(out, "lat_bucket{le=\"+Inf\"} 4"));
   EXPECT_TRUE(has_line(out, "lat_sum 6.05"));
   EXPECT_TRUE(has_line(out, "lat_count 4"));
@@ -49,8 +51,9 @@ TEST(MetricsText, RendersEngineAndServerMetrics) {
   m.pool_bytes_total = 1000;
   m.pool_workspace_bytes = 640;
   m.pool_bytes_by_kind = {{"swa", 100}, {"csa", 150}};
-  m.ttft_seconds = {0.02, 0.2};
-  m.itl_seconds = {0.004};
+  m.ttft.observe(0.02);
+  m.ttft.observe(0.2);
+  m.itl.observe(0.004);
   std::string t = sm.render(m);
   EXPECT_TRUE(has_line(t, "strata_http_requests_total{route=\"/v1/chat/completions\",status=\"200\"} 2"));
   EXPECT_TRUE(has_line(t, "strata_http_requests_total{route=\"/v1/completions\",status=\"400\"} 1"));
@@ -67,10 +70,8 @@ TEST(MetricsText, RendersEngineAndServerMetrics) {
   EXPECT_TRUE(has_line(t, "strata_pool_workspace_bytes 640"));
   EXPECT_TRUE(has_line(t, "strata_time_to_first_token_seconds_count 2"));
   EXPECT_TRUE(has_line(t, "strata_inter_token_latency_seconds_count 1"));
-  // samples accumulate across scrapes (the engine hands out only new ones)
-  engine::EngineMetrics m2;
-  m2.ttft_seconds = {1.0};
-  EXPECT_TRUE(has_line(sm.render(m2), "strata_time_to_first_token_seconds_count 3"));
+  // the engine's histograms are cumulative: a scrape consumes nothing
+  EXPECT_TRUE(has_line(sm.render(m), "strata_time_to_first_token_seconds_count 2"));
   // every sample line belongs to a declared metric
   for (size_t p = 0; p < t.size();) {
     size_t e = t.find('\n', p);
