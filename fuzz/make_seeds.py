@@ -78,6 +78,20 @@ def trimmed_tokenizer(path, keep):
     return json.dumps(t, ensure_ascii=False)
 
 
+def tokenizer_roundtrip_seeds():
+    texts = {
+        "english": "Hello, world! It's 2026: the quick brown fox   jumps\n\nover 1234567 lazy dogs.",
+        "cjk_mixed": "你好，世界。カタカナとひらがな 한국어 mixed123 ＡＢＣ",
+        "specials": "<｜begin▁of▁sentence｜>User: hi<｜end▁of▁sentence｜><|im_start|>user\nhi<|im_end|><think>x</think>",
+        "unicode_edges": "e\u0301 \u00e9 \u212b \ufb01 \U0001F600\U0001F469\u200d\U0001F4BB \t\r\n  \u00a0 \u3000 \x00\x7f",
+        "code": "def f(x):\n    return {'a': [1, 2.5e-3, None]}  # comment\n\tif x >= 0x1F: pass\n",
+    }
+    for i, (name, text) in enumerate(texts.items()):
+        for tok in range(2):
+            write("tokenizer_roundtrip", f"{name}_{tok}", bytes([(tok << 1) | (i & 1)]) + text.encode("utf-8", "surrogatepass"))
+    write("tokenizer_roundtrip", "invalid_utf8", b"\x02ab\xff\xfe\xc3(\xe2\x82 \xf0\x9f\x98")
+
+
 def tokenizer_seeds(presets):
     cfg = {"add_bos_token": True, "bos_token": "<｜begin▁of▁sentence｜>", "eos_token": "<｜end▁of▁sentence｜>"}
     write("tokenizer_json", "deepseek_v3_trimmed",
@@ -202,6 +216,7 @@ def main():
         safetensors_seeds()
         config_seeds(presets)
         tokenizer_seeds(presets)
+        tokenizer_roundtrip_seeds()
         chat_render_seeds()
         jinja_seeds(presets)
         chat_output_seeds()
