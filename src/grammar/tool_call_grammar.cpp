@@ -90,9 +90,15 @@ Elem dsml_invoke(ToolCallBuilder& t, const std::string& name, const json& params
   if (!params.is_object() || (params.contains("type") && params["type"] != "object"))
     throw Error("tool '" + name + "': DSML calls need an object 'parameters' schema");
   const json props = params.contains("properties") ? params["properties"] : json::object();
+  if (!props.is_object()) throw Error("tool '" + name + "': 'properties' must be an object");
   std::set<std::string> required;
-  if (params.contains("required"))
-    for (const json& r : params["required"]) required.insert(r.get<std::string>());
+  if (params.contains("required")) {
+    if (!params["required"].is_array()) throw Error("tool '" + name + "': 'required' must be an array of names");
+    for (const json& r : params["required"]) {
+      if (!r.is_string()) throw Error("tool '" + name + "': 'required' must be an array of names");
+      required.insert(r.get<std::string>());
+    }
+  }
   for (const auto& r : required)
     if (!props.contains(r)) throw Error("tool '" + name + "': required parameter '" + r + "' is not in 'properties'");
   std::vector<Seq> items;
@@ -112,8 +118,11 @@ Elem dsml_invoke(ToolCallBuilder& t, const std::string& name, const json& params
       const json& v = it.value();
       if (v.contains("enum") || v.contains("const")) {
         std::vector<Seq> alts;
-        for (const json& e : v.contains("enum") ? v["enum"] : json::array({v["const"]}))
+        for (const json& e : v.contains("enum") ? v["enum"] : json::array({v["const"]})) {
+          if (!e.is_string())
+            throw Error("tool '" + name + "' parameter '" + it.key() + "': a string parameter's enum values must be strings");
           alts.push_back(b.literal(e.get<std::string>()));
+        }
         s.push_back(b.ref(b.rule(tag + "-" + it.key() + "-enum", alts)));
       } else {
         s.push_back(t.raw_text());

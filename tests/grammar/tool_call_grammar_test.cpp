@@ -109,6 +109,16 @@ TEST(ToolCallGrammar, RefusesWhatItCannotEnforce) {
             std::string::npos);
   EXPECT_NE(err(R"([])").find("no tools"), std::string::npos);
   EXPECT_THROW(tool_call_grammar({{"syntax", "xml"}, {"tools", kTools}}, nullptr), Error);
+  // Malformed schemas are errors naming the keyword, not JSON library exceptions.
+  EXPECT_NE(err(R"([{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":[1]}}}])")
+                .find("'properties' must be an object"),
+            std::string::npos);
+  EXPECT_NE(err(R"([{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{},"required":[1]}}}])")
+                .find("'required'"),
+            std::string::npos);
+  EXPECT_NE(err(R"([{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"s":{"type":"string","enum":["a",2]}}}}}])")
+                .find("enum"),
+            std::string::npos);
 }
 
 // Random walks through the masks over the real vocabularies end in calls the chat format's own
