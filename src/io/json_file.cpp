@@ -39,8 +39,7 @@ bool absent(const json& j, const char* key) { return !j.is_object() || !j.contai
 
 int64_t json_int(const json& j, const char* key, const std::string& where) {
   const json& v = need(j, key, where);
-  if (v.is_number_integer()) return v.get<int64_t>();
-  if (v.is_number_float() && v.get<double>() == double(int64_t(v.get<double>()))) return int64_t(v.get<double>());
+  if (const auto i = json_exact_int(v)) return *i;
   wrong(key, "an integer", where);
 }
 double json_number(const json& j, const char* key, const std::string& where) {

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "io/json_file.h"
 #include "server/api_error.h"
 #include "server/json_field.h"
 #include "server/random_seed.h"
@@ -27,8 +28,7 @@ bool get_bool(const ojson& j, const char* name, bool def) {
 }
 
 int64_t get_int(const ojson& v, const char* name) {
-  if (v.is_number_integer()) return v.get<int64_t>();
-  if (v.is_number_float() && v.get<double>() == double(int64_t(v.get<double>()))) return int64_t(v.get<double>());
+  if (const auto i = json_exact_int(v)) return *i;
   throw bad_request(std::string("'") + name + "' must be an integer.", name);
 }
 

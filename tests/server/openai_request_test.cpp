@@ -115,6 +115,10 @@ TEST(OpenAIRequest, MalformedAndWronglyTyped) {
   EXPECT_EQ(chat_error("{" + kHello + R"(,"top_logprobs":3})").param, "top_logprobs");
   EXPECT_EQ(chat_error("{" + kHello + R"(,"logprobs":true,"top_logprobs":21})").param, "top_logprobs");
   EXPECT_EQ(chat_error("{" + kHello + R"(,"logprobs":3})").param, "logprobs");
+  // Floats as integers: exact ones are integers; huge ones are errors, not a wrapped conversion.
+  EXPECT_EQ(chat_error("{" + kHello + R"(,"n":1e300})").param, "n");
+  EXPECT_EQ(chat_error("{" + kHello + R"(,"n":2.5})").param, "n");
+  EXPECT_EQ(chat_error("{" + kHello + R"(,"n":18446744073709551615})").param, "n");
 }
 
 TEST(OpenAIRequest, EmptyMessagesAndUnknownModel) {
