@@ -674,7 +674,11 @@ bool Engine::Impl::step() {
   for (auto& r : ended_running) finish(r, r->end_event(true, ""), true);
   {
     std::unique_lock lk(mu);
-    if (stopping && (!drain || (waiting.empty() && running.empty()))) return false;
+    const bool idle = waiting.empty() && running.empty();
+    // A shutdown that arrived after the cancellations above: cancel everything next step,
+    // never stop with requests that will not get their last event.
+    if (stopping && !drain && !idle) return true;
+    if (stopping && (!drain || idle)) return false;
     // Admit in arrival order while there is room; the step plan below preempts if the
     // admitted requests' growth does not fit.
     int64_t held = 0;

@@ -523,6 +523,35 @@ TEST(Engine, ShutdownWithoutDrainCancels) {
   }
 }
 
+// A shutdown that lands inside a step, after its cancellations were taken (here: while a
+// cancelled request's last event is being delivered), still ends every other request.
+TEST(Engine, ShutdownDuringAStepStillCancelsEveryRequest) {
+  auto& s = shared();
+  EngineOptions opt;
+  opt.max_running = 1;
+  opt.max_context = 512;
+  Collector c;
+  Engine eng(s.model, s.tok, opt);
+  std::thread stopper;
+  std::promise<void> stopping;
+  const uint64_t first = eng.submit(long_request(0, 300), [&](const Event& e) {
+    if (!e.cancelled) return;
+    stopper = std::thread([&] { eng.shutdown(false); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the shutdown lands meanwhile
+    stopping.set_value();
+  });
+  for (int i = 0; i < 2; ++i) eng.submit(long_request(0, 300), c.callback());
+  eng.cancel(first);
+  stopping.get_future().wait();
+  stopper.join();
+  EXPECT_EQ(eng.metrics().cancelled, 3);
+  ASSERT_EQ(c.out.size(), 2u);
+  for (auto& [id, o] : c.out) {
+    EXPECT_TRUE(o.done);
+    EXPECT_TRUE(o.cancelled);
+  }
+}
+
 }  // namespace
 }  // namespace strata::engine
 
