@@ -2,7 +2,8 @@
 # Sets up, builds and runs the whole test suite: the release build at the best ISA, the
 # ISA-dependent layers (kernels, models: every kernel and the forward pass with its goldens)
 # again with the scalar (and AVX2) kernels forced, then everything under ASan+UBSan, then every
-# fuzz target (fuzz/) for STRATA_FUZZ_SECONDS (30) from its seeds.
+# fuzz target (fuzz/) for STRATA_FUZZ_SECONDS (30) from its seeds, then a STRATA_SOAK_MINUTES (2)
+# soak of the server (scripts/soak.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -45,3 +46,6 @@ echo "== fuzz (${STRATA_FUZZ_SECONDS:-30} s a target)"
 targets=$(scripts/fuzz.sh --list)
 scripts/build.sh fuzz $(sed 's/^/fuzz_/' <<<"$targets") >/dev/null
 STRATA_FUZZ_NO_BUILD=1 xargs -P "$jobs" -I{} scripts/fuzz.sh {} "${STRATA_FUZZ_SECONDS:-30}" <<<"$targets"
+
+echo "== soak (${STRATA_SOAK_MINUTES:-2} minutes)"
+scripts/soak.sh "${STRATA_SOAK_MINUTES:-2}"

@@ -16,7 +16,8 @@
 //   3. once the load stops, nothing runs or waits and the pool holds exactly the prefix cache's
 //      checkpoints (their slots and blocks, from the ledger's sizes), as before the load;
 //   4. p99 latency and time to first token of the last third of the measured run are within
-//      LATENCY_FACTOR x the first third's + LATENCY_SLACK_MS;
+//      LATENCY_FACTOR x the first third's + LATENCY_SLACK_MS, once scaled by the CPU that other
+//      processes left the server in each third;
 //   5. the server never exits, answers /health and /v1/models at the end, and stops with 0 on
 //      SIGTERM.
 import { execFileSync } from 'node:child_process';
@@ -262,17 +263,27 @@ if (grown > RSS_BOUND(warm))
 const okRecs = records.filter((r) => r.ok);
 const lat = thirds(okRecs, 'latency', WARMUP, DURATION);
 const ttft = thirds(okRecs, 'ttft', WARMUP, DURATION);
-// Cores used in each third by the server, this driver and everything else on the machine.
+// Cores used in each third by the server, this driver and everything else on the machine, and
+// the cores left to the server: the machine's less the others'. The server is CPU-bound under
+// this load, so its latencies scale with what it is left: a job starting elsewhere on the
+// machine halfway through doubles them without the server changing at all (measured: a job
+// taking 0.7 of the 2 cores in the last third: the server's 1.78 cores -> 1.23, p99 9.1 -> 21.4 s). Latencies are compared at the first third's CPU; a
+// server that slows down or idles by itself still fails (the cores left to it do not drop).
+const NCPU = os.availableParallelism?.() ?? os.cpus().length;
 for (const t of lat) {
   const near = (x) => loadSamples.reduce((a, s) => (Math.abs(s.t - x) < Math.abs(a.t - x) ? s : a));
   const a = near(t.from_s * 1000), b = near(t.to_s * 1000), dt = (b.t - a.t) / 1000 || 1;
   t.cores = { server: (b.cpu - a.cpu) / dt, driver: (b.driver - a.driver) / dt,
     other: (b.busy - a.busy - (b.cpu - a.cpu) - (b.driver - a.driver)) / dt };
+  t.cores.left = Math.max(0.25, NCPU - t.cores.other - t.cores.driver);
 }
+const cpuScale = lat[2].cores.left / lat[0].cores.left;
 for (const [name, t] of [['latency', lat], ['time to first token', ttft]]) {
+  const scaled = t[2].p99_ms * Math.min(1, cpuScale);  // never scaled up: more CPU is no excuse
   if (t[0].n < 20 || t[2].n < 20) fail(`too few ${name} samples per third (${t[0].n}, ${t[2].n}): run longer`);
-  else if (t[2].p99_ms > LATENCY_FACTOR * t[0].p99_ms + LATENCY_SLACK_MS)
-    fail(`p99 ${name} of the last third ${ms(t[2].p99_ms)} > ${LATENCY_FACTOR} x the first third's ${ms(t[0].p99_ms)} + ${LATENCY_SLACK_MS} ms`);
+  else if (scaled > LATENCY_FACTOR * t[0].p99_ms + LATENCY_SLACK_MS)
+    fail(`p99 ${name} of the last third ${ms(t[2].p99_ms)} (${ms(scaled)} at the first third's CPU) > ` +
+      `${LATENCY_FACTOR} x the first third's ${ms(t[0].p99_ms)} + ${LATENCY_SLACK_MS} ms`);
 }
 
 // 6. Alive, then a clean stop.
@@ -321,8 +332,9 @@ console.log(`  RSS: start ${mb(rssStart)}, after references ${mb(rssAfterRefs)},
   `growth outside the pool ${mb(grown)} (bound ${mb(RSS_BOUND(warm))})`);
 for (const [name, t] of [['latency', lat], ['TTFT (streams)', ttft]])
   console.log(`  ${name} by third: ` + t.map((x) => `${x.from_s.toFixed(0)}-${x.to_s.toFixed(0)} s n ${x.n} p50 ${ms(x.p50_ms)} p99 ${ms(x.p99_ms)}`).join(' | '));
-console.log('  cores used by third (server / driver / other processes): ' +
-  lat.map((x) => [x.cores.server, x.cores.driver, x.cores.other].map((c) => c.toFixed(2)).join(' / ')).join(' | '));
+console.log('  cores by third (server / driver / other processes / left to the server): ' +
+  lat.map((x) => [x.cores.server, x.cores.driver, x.cores.other, x.cores.left].map((c) => c.toFixed(2)).join(' / ')).join(' | ') +
+  `; last-third p99s compared x ${Math.min(1, cpuScale).toFixed(2)}`);
 console.log(`  pool: ${mb(poolAfter.used)} in use of ${mb(summary.pool.total)} = ${poolAfter.checkpoints} checkpoint slots x ${SLOT} + ` +
   `${poolAfter.checkpoint_blocks} blocks x ${BLOCK}, unaccounted ${poolAfter.unaccounted} (before the load: ${poolBefore.unaccounted})`);
 if (JSON_OUT) fs.writeFileSync(JSON_OUT, JSON.stringify(summary, null, 2) + '\n');
