@@ -18,15 +18,28 @@ run_suite() {  # label, build dir, ctest label regex ('' = all), test name regex
   [ -n "$layers" ] && select=(-L "$layers")
   [ -n "$skip" ] && select+=(-E "$skip")
   echo "== $label${layers:+ ($layers)}"
+  local start=$SECONDS
   if ! (cd "$dir" && env "$@" ctest --output-on-failure -j "$jobs" --timeout 900 "${select[@]}" > "ctest-$label.log" 2>&1); then
     cat "$dir/ctest-$label.log"
     echo "$label: FAILED"
     return 1
   fi
-  grep -E "tests passed|tests failed" "$dir/ctest-$label.log"
+  echo "$(grep -E "tests passed|tests failed" "$dir/ctest-$label.log") in $((SECONDS - start)) s"
 }
 
-scripts/build.sh release
+timed_build() {  # kind, targets...: a build, with its time (most of it is ccache hits after the first)
+  local start=$SECONDS log
+  log=$(mktemp)
+  if ! scripts/build.sh "$@" > "$log" 2>&1; then
+    cat "$log"; rm -f "$log"
+    echo "build $1: FAILED"
+    return 1
+  fi
+  rm -f "$log"
+  echo "build $1: $((SECONDS - start)) s"
+}
+
+timed_build release
 run_suite release build/release '' ''
 isa_layers='^(kernels|models)$'
 # Under the scalar and AVX2 kernels the fast profile's bf16 unit is emulated lane by lane (4-5x
@@ -39,12 +52,12 @@ run_suite scalar build/release "$isa_layers" "$emulated_skip" STRATA_ISA=scalar
 if build/release/strata --isa avx512 version >/dev/null 2>&1; then
   run_suite avx2 build/release "$isa_layers" "$emulated_skip" STRATA_ISA=avx2
 fi
-scripts/build.sh sanitize
+timed_build sanitize
 run_suite sanitize build/sanitize '' '' ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 echo "== fuzz (${STRATA_FUZZ_SECONDS:-30} s a target)"
 targets=$(scripts/fuzz.sh --list)
-scripts/build.sh fuzz $(sed 's/^/fuzz_/' <<<"$targets") >/dev/null
+timed_build fuzz $(sed 's/^/fuzz_/' <<<"$targets")
 STRATA_FUZZ_NO_BUILD=1 xargs -P "$jobs" -I{} scripts/fuzz.sh {} "${STRATA_FUZZ_SECONDS:-30}" <<<"$targets"
 
 echo "== soak (${STRATA_SOAK_MINUTES:-2} minutes)"
