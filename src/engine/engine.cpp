@@ -236,6 +236,10 @@ uint64_t Engine::submit(Request r, EventCallback on_event) {
   if (n >= I.max_context)
     throw Error("prompt of " + std::to_string(n) + " tokens leaves no room in the context of " +
                 std::to_string(I.max_context) + " tokens");
+  for (int32_t id : r.accepted)
+    if (id < 0 || id >= vocab)
+      throw Error("accepted token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                  std::to_string(vocab) + ")");
   if (!r.sampling.max_tokens) r.sampling.max_tokens = I.max_context - n;
   if (n + *r.sampling.max_tokens > I.max_context)
     throw Error("prompt of " + std::to_string(n) + " tokens + max_tokens " + std::to_string(*r.sampling.max_tokens) +
@@ -260,6 +264,7 @@ uint64_t Engine::submit(Request r, EventCallback on_event) {
   auto req = std::make_unique<RequestState>(id, I.next_arrival, std::move(r.prompt), r.sampling, vocab, I.eos, *I.tok,
                                             std::move(on_event));
   if (grammar) req->sampler.attach_grammar(std::move(grammar));
+  req->replay(r.accepted);  // before it is queued: a bad resume is the caller's error
   if (I.drafter) req->draft_length.emplace(I.opt.spec_tokens);
   req->forced_drafts = std::move(r.forced_drafts);
   ++I.next_arrival;

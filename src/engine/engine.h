@@ -40,6 +40,11 @@ struct Request {
   // Benchmarks only (forced acceptance): with speculation on, drafts are replaced by these
   // tokens (the request's expected output, e.g. its own greedy continuation).
   std::vector<int32_t> forced_drafts;
+  // A resume (e.g. after a crash): the tokens this request had already generated, in order.
+  // They become context (recomputed, or a prefix-cache hit), and the sampler, stop matcher and
+  // detokenizer are advanced over them without events, so the request goes on exactly as if
+  // it had never stopped. They must not finish it (submit() throws strata::Error).
+  std::vector<int32_t> accepted;
 };
 
 enum class EventKind { token, finished };

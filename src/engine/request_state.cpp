@@ -1,5 +1,6 @@
 #include "engine/request_state.h"
 
+#include "core/error.h"
 #include "engine/sample_step.h"
 
 #include <nlohmann/json.hpp>
@@ -77,6 +78,19 @@ Event RequestState::on_logits(std::vector<float>& logits, int32_t tok_vocab, Sam
     ev.spec_accepted = spec.accepted;
   }
   return ev;
+}
+
+void RequestState::replay(const std::vector<int32_t>& accepted) {
+  for (int32_t t : accepted) {
+    // As sample_step, minus the draw: EOS and stop tokens have no text.
+    FinishReason f = sampler.append(t);
+    if (f == FinishReason::none && stops.feed(decoder.push(t)).stopped) f = FinishReason::stop;
+    tokens.push_back(t);
+    if (f != FinishReason::none)
+      throw Error("the accepted tokens end the request at token " + std::to_string(generated()) + " of " +
+                  std::to_string(accepted.size()));
+  }
+  first_token_done = generated() > 0;
 }
 
 Event RequestState::end_event(bool cancelled, std::string error) const {
