@@ -264,7 +264,10 @@ uint64_t Engine::submit(Request r, EventCallback on_event) {
   auto req = std::make_unique<RequestState>(id, I.next_arrival, std::move(r.prompt), r.sampling, vocab, I.eos, *I.tok,
                                             std::move(on_event));
   if (grammar) req->sampler.attach_grammar(std::move(grammar));
-  req->replay(r.accepted);  // before it is queued: a bad resume is the caller's error
+  // Before it is queued: a bad resume is the caller's error, and its replayed events come
+  // before any the engine thread delivers.
+  for (const Event& ev : req->replay(r.accepted))
+    if (r.report_accepted) deliver(*req, ev);
   if (I.drafter) req->draft_length.emplace(I.opt.spec_tokens);
   req->forced_drafts = std::move(r.forced_drafts);
   ++I.next_arrival;

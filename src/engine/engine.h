@@ -2,7 +2,8 @@
 // per forward step (continuous batching), one memory pool for every cache kind.
 //
 // Threading: submit(), cancel(), metrics() and shutdown() may be called from any thread.
-// Events are delivered on the engine's thread, in order per request; a callback must not
+// Events are delivered on the engine's thread (Request::report_accepted's from submit()), in
+// order per request; a callback must not
 // block (copy the event into the caller's queue and return). The last event of a request has
 // finish != none (stop, length, cancelled, or error with a message).
 //
@@ -45,6 +46,10 @@ struct Request {
   // detokenizer are advanced over them without events, so the request goes on exactly as if
   // it had never stopped. They must not finish it (submit() throws strata::Error).
   std::vector<int32_t> accepted;
+  // Deliver the accepted tokens' events again (token and text, no logprobs: the logits were
+  // not computed), from submit() on the caller's thread before any event of the engine's, so
+  // that a caller can rebuild the whole answer.
+  bool report_accepted = false;
 };
 
 enum class EventKind { token, finished };

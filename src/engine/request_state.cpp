@@ -80,17 +80,28 @@ Event RequestState::on_logits(std::vector<float>& logits, int32_t tok_vocab, Sam
   return ev;
 }
 
-void RequestState::replay(const std::vector<int32_t>& accepted) {
+std::vector<Event> RequestState::replay(const std::vector<int32_t>& accepted) {
+  std::vector<Event> out;
+  out.reserve(accepted.size());
   for (int32_t t : accepted) {
     // As sample_step, minus the draw: EOS and stop tokens have no text.
     FinishReason f = sampler.append(t);
-    if (f == FinishReason::none && stops.feed(decoder.push(t)).stopped) f = FinishReason::stop;
+    Event ev;
+    ev.request_id = id;
+    ev.token = t;
+    if (f == FinishReason::none) {
+      auto m = stops.feed(decoder.push(t));
+      ev.text = std::move(m.emit);
+      if (m.stopped) f = FinishReason::stop;
+    }
     tokens.push_back(t);
     if (f != FinishReason::none)
       throw Error("the accepted tokens end the request at token " + std::to_string(generated()) + " of " +
                   std::to_string(accepted.size()));
+    out.push_back(std::move(ev));
   }
   first_token_done = generated() > 0;
+  return out;
 }
 
 Event RequestState::end_event(bool cancelled, std::string error) const {

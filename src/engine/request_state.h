@@ -67,8 +67,9 @@ struct RequestState {
   // tokenizer's vocabulary first.
   Event on_logits(std::vector<float>& logits, int32_t tok_vocab, SamplingScratch& scratch);
   // Advances the request over tokens it generated before (Request::accepted) as if it had
-  // sampled them, emitting nothing. Throws strata::Error when one of them would end it.
-  void replay(const std::vector<int32_t>& accepted);
+  // sampled them. Returns their events (token and final text), which it does not deliver.
+  // Throws strata::Error when one of them would end it.
+  std::vector<Event> replay(const std::vector<int32_t>& accepted);
   // The last event of a request that did not finish by itself.
   Event end_event(bool cancelled, std::string error) const;
 };
