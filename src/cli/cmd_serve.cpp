@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "engine/engine.h"
 #include "models/registry.h"
 #include "server/cors.h"
+#include "server/journal.h"
 #include "server/server.h"
 #include "text/chat_format.h"
 #include "text/tokenizer.h"
@@ -42,6 +44,9 @@ struct ServeOpts {
   bool metrics_public = false;
   std::string log_format = "text";
   std::string numerics;
+  std::string journal;
+  int journal_sync_ms = 50;
+  int journal_retain_s = 300;
 };
 
 class EngineBackend final : public server::Backend {
@@ -111,8 +116,26 @@ void run_serve(const ServeOpts& o) {
   so.model.max_context = eng.max_context();
   so.cache_layout = eng.cache_layout();
   so.model.vocab_size = std::min<int32_t>(tok->vocab_size(), int32_t(model->vocab_size()));
+  std::unique_ptr<server::Journal> journal;
+  if (!o.journal.empty()) {
+    server::JournalOptions jo;
+    jo.dir = o.journal;
+    jo.sync_interval = std::chrono::milliseconds(o.journal_sync_ms);
+    jo.retain = std::chrono::seconds(o.journal_retain_s);
+    journal = std::make_unique<server::Journal>(jo);
+    const auto& rec = journal->recovery();
+    if (rec.bad_bytes > 0)
+      std::fprintf(stderr, "strata serve: journal %s: truncated %lld bytes after byte %lld (%s)\n", journal->path().c_str(),
+                   (long long)rec.bad_bytes, (long long)rec.good_bytes, rec.problem.c_str());
+    so.journal = journal.get();
+  }
   server::Server srv(backend, so);
   const int port = srv.bind();
+  if (journal) {
+    const size_t resumed = srv.resume_journal();
+    std::fprintf(stderr, "strata serve: journal %s, fsync every %d ms: %zu requests resumed\n", journal->path().c_str(),
+                 o.journal_sync_ms, resumed);
+  }
   std::fprintf(stderr, "strata serve: model %s, listening on http://%s:%d\n", so.model.id.c_str(), o.host.c_str(), port);
   std::fprintf(stderr, "strata serve: numerics %s\n", std::string(numerics_name(active_numerics())).c_str());
   if (!o.cors_origins.empty()) {
@@ -194,6 +217,15 @@ AutoRegister reg([](CLI::App& app) {
   c->add_flag("--metrics-public", o->metrics_public, "serve /metrics without the API key (the API still needs it)");
   c->add_option("--log-format", o->log_format, "one stderr line per request and per error: text, json or off")
       ->check(CLI::IsMember({"text", "json", "off"}))
+      ->capture_default_str();
+  c->add_option("--journal", o->journal,
+                "journal every request's accepted tokens in DIR; after a crash, a restart with the same DIR resumes "
+                "them (GET /v1/requests/ID, /v1/requests/ID/stream with Last-Event-ID)");
+  c->add_option("--journal-sync-ms", o->journal_sync_ms, "journal: write and fsync accepted tokens every N ms")
+      ->check(CLI::Range(1, 60000))
+      ->capture_default_str();
+  c->add_option("--journal-retain", o->journal_retain_s, "journal: seconds a finished request stays retrievable")
+      ->check(CLI::Range(0, 86400))
       ->capture_default_str();
   c->callback([o] { run_serve(*o); });
 });

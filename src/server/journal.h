@@ -47,6 +47,7 @@ class Journal {
   // What the file held when opened: its requests (finished ones included) and its bad tail.
   const JournalScan& recovery() const { return recovered_; }
   std::string path() const;
+  const JournalOptions& options() const { return opt_; }
 
   // A new request: durable when this returns. Returns its number for append() and end().
   uint64_t begin(const std::string& key, const nlohmann::json& meta, size_t streams);

@@ -35,6 +35,8 @@ struct Response;
 namespace strata::server {
 
 struct ResponseMeta;
+struct ResumableRequest;
+class Journal;
 struct ChoiceDelta;
 class ResponseBuilder;
 class ApiError;
@@ -51,6 +53,9 @@ struct ServerOptions {
   bool metrics_public = false;            // /metrics without the API key (for a scraper)
   LogFormat log_format = LogFormat::text;  // the per-request log lines (request_log.h)
   RequestLog::Sink log_sink;               // where they go; default stderr
+  // strata serve --journal: completions are journaled, resumable after a crash and fetchable
+  // again by id (resumable_request.h). Null: off.
+  Journal* journal = nullptr;
 };
 
 class Server {
@@ -69,6 +74,10 @@ class Server {
   int active_requests() const { return active_; }
   // Stops listening and ends serve().
   void stop();
+  // With a journal: resubmits every request it holds, unfinished or finished within its
+  // retention, continuing from the journaled tokens; call before serve(). A request that
+  // cannot be resumed is reported on stderr and dropped. Returns the number resumed.
+  size_t resume_journal();
 
  private:
   struct Exchange;
@@ -88,6 +97,18 @@ class Server {
   void handle_completion(Endpoint ep, const httplib::Request& req, httplib::Response& res);
   void handle_responses(const httplib::Request& req, httplib::Response& res);
   static bool responses_stream_step(Exchange& ex, ResponseBuilder& b, httplib::DataSink& sink);
+  void handle_journaled(Endpoint ep, const ApiRequest& r, const ResponseMeta& meta, const httplib::Request& req,
+                        httplib::Response& res);
+  // Registers a new request; null when its Idempotency-Key is already taken (by `*existing`).
+  std::shared_ptr<ResumableRequest> track(const ApiRequest& r, const ResponseMeta& meta, const std::string& body,
+                                          const std::string& key, std::shared_ptr<ResumableRequest>* existing = nullptr);
+  // A POST with the Idempotency-Key of a known request is answered by that request.
+  bool answer_known_key(const httplib::Request& req, httplib::Response& res);
+  // Submits its choices: skip[c] tokens of choice c are in the journal already.
+  void submit_resumable(const std::shared_ptr<ResumableRequest>& rr, std::vector<engine::Request> reqs,
+                        const std::vector<int64_t>& skip);
+  void serve_resumable(const std::shared_ptr<ResumableRequest>& rr, bool stream, std::vector<int64_t> skip,
+                       const httplib::Request& req, httplib::Response& res);
   static bool stream_step(Exchange& ex, const ResponseMeta& meta, bool include_usage, size_t n,
                           httplib::DataSink& sink);
 
@@ -102,6 +123,9 @@ class Server {
   // its handler thread from start to end.
   std::mutex traces_mu_;
   std::unordered_map<const httplib::Request*, std::shared_ptr<Trace>> traces_;
+  std::mutex resumable_mu_;
+  std::unordered_map<std::string, std::shared_ptr<ResumableRequest>> resumable_;  // by response id
+  std::unordered_map<std::string, std::string> idempotency_keys_;                   // key -> response id
   std::atomic<bool> shutting_down_{false};
   std::atomic<int> active_{0};
   int port_ = 0;
