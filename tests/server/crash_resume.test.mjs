@@ -1,0 +1,174 @@
+// `strata serve --journal` killed with SIGKILL at random points and restarted on the same
+// journal (node --test; run by crash_resume_test.cpp). Environment: STRATA_BINARY,
+// STRATA_MODEL_DIR (flash-tiny).
+// - Streaming and non-streaming requests, chat and completions, greedy and seeded (n = 2, a
+//   JSON mode, logprobs) are sent with an Idempotency-Key and sent again after every restart
+//   (a stream with the Last-Event-ID it had). Each client's joined answer is byte for byte the
+//   answer of a run that was never interrupted: nothing lost, nothing twice.
+// - Some restarts find a torn or corrupt journal tail: it is truncated and reported, and
+//   serving goes on.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, appendFileSync, truncateSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startStrataServe } from './start_server.mjs';
+
+const BIN = process.env.STRATA_BINARY;
+const MODEL_DIR = process.env.STRATA_MODEL_DIR;
+const KILLS = 24;
+const ARGS = ['--model', MODEL_DIR, '--model-name', 'tiny', '--max-context', '4096', '--log-format', 'off',
+  '--journal-sync-ms', '50'];
+
+// A small deterministic generator: the kill points and tails differ by seed, never by chance.
+let rng = Number(process.env.CRASH_SEED ?? 20261207) >>> 0;
+function random() {
+  rng = (rng + 0x6D2B79F5) >>> 0;
+  let t = rng;
+  t = Math.imul(t ^ (t >>> 15), t | 1);
+  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+}
+
+const chat = (content) => [{ role: 'user', content }];
+const REQUESTS = [
+  ['/v1/completions', { prompt: 'Once upon a time', max_tokens: 260, temperature: 0, ignore_eos: true, stream: true }],
+  ['/v1/completions', { prompt: 'The journal of a server', max_tokens: 220, temperature: 0.9, seed: 5, ignore_eos: true }],
+  ['/v1/chat/completions', { messages: chat('Tell me a story.'), max_tokens: 240, temperature: 0, ignore_eos: true,
+    stream: true, stream_options: { include_usage: true } }],
+  ['/v1/chat/completions', { messages: chat('And another one.'), max_tokens: 200, temperature: 1.0, top_p: 0.9, seed: 11,
+    presence_penalty: 0.5, ignore_eos: true }],
+  ['/v1/completions', { prompt: 'Two ways', max_tokens: 150, temperature: 0.8, seed: 3, n: 2, ignore_eos: true, stream: true }],
+  ['/v1/completions', { prompt: 'With logprobs', max_tokens: 120, temperature: 0, logprobs: 2, ignore_eos: true }],
+  ['/v1/chat/completions', { messages: chat('Answer in JSON.'), max_tokens: 200, temperature: 1.0, seed: 9,
+    response_format: { type: 'json_object' }, stream: true }],
+  ['/v1/completions', { prompt: 'A late arrival', max_tokens: 200, temperature: 0.7, seed: 21, ignore_eos: true, stream: true }],
+  ['/v1/chat/completions', { messages: chat('The last one.'), max_tokens: 180, temperature: 0, ignore_eos: true }],
+  ['/v1/completions', { prompt: 'Streamed logprobs', max_tokens: 100, temperature: 0.5, seed: 2, logprobs: 1, ignore_eos: true,
+    stream: true }],
+].map(([path, body], i) => ({ path, body: JSON.stringify({ model: 'tiny', ...body }), stream: !!body.stream, key: 'crash-' + i,
+  round: Math.floor((i * KILLS) / 12) }));  // when it is first sent: some arrive late
+
+// The answer without what differs between two runs by design: the response id and time.
+function normalize(text) {
+  return text.replace(/"id":"(chatcmpl|cmpl)-[A-Za-z0-9]+"/g, '"id":"ID"').replace(/"created":\d+/g, '"created":0');
+}
+
+// What must be equal: the whole answer; for a stream of several choices, each choice's events
+// in order (choices interleave by timing, in any run).
+function comparable(client) {
+  const text = normalize(client.received);
+  if (!client.req.stream || !JSON.parse(client.req.body).n) return text;
+  const byChoice = {};
+  for (const block of text.split('\n\n').filter((b) => b)) {
+    const data = block.slice(block.indexOf('data: ') + 6);
+    const choice = data.startsWith('{') ? JSON.parse(data).choices[0]?.index ?? 'usage' : 'done';
+    const raw = /^id: (.*)$/m.exec(block)[1];
+    const id = typeof choice === 'number' ? raw.split('.')[choice] : raw;
+    (byChoice[choice] ??= []).push(id + ' ' + data);
+  }
+  return JSON.stringify(byChoice);
+}
+
+// One client: sends its request (again) and keeps what it has received in whole events.
+class Client {
+  constructor(req) {
+    this.req = req;
+    this.received = '';  // SSE events, each "id: ...\ndata: ...\n\n"
+    this.lastId = '';
+    this.done = false;
+    this.attempts = 0;
+  }
+  async attempt(url) {
+    ++this.attempts;
+    const headers = { 'Content-Type': 'application/json', 'Idempotency-Key': this.req.key };
+    if (this.lastId) headers['Last-Event-ID'] = this.lastId;
+    let r;
+    try {
+      r = await fetch(url + this.req.path, { method: 'POST', headers, body: this.req.body });
+      if (r.status !== 200) throw new Error('HTTP ' + r.status + ': ' + (await r.text()));
+      if (!this.req.stream) {
+        this.received = await r.text();
+        this.done = true;
+        return;
+      }
+      const reader = r.body.getReader();
+      const dec = new TextDecoder();
+      let buf = '';
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buf += dec.decode(value, { stream: true });
+        let end;
+        while ((end = buf.indexOf('\n\n')) >= 0) {
+          const block = buf.slice(0, end + 2);
+          buf = buf.slice(end + 2);
+          if (block.startsWith(':')) continue;  // keep-alive
+          const id = /^id: (.*)$/m.exec(block);
+          assert.ok(id, 'every event has an id: ' + block);
+          this.lastId = id[1];
+          this.received += block;
+          if (block.includes('data: [DONE]')) this.done = true;
+        }
+      }
+    } catch (e) {
+      if (e.code === 'ERR_ASSERTION' || /^HTTP (4|5)\d\d/.test(e.message) && !/ECONNRESET|socket/.test(e.message)) throw e;
+      // The server was killed under it: sent again after the restart.
+    }
+  }
+}
+
+async function runAll(url, clients) {
+  await Promise.all(clients.map((c) => c.attempt(url)));
+}
+
+test('SIGKILL at random points: every answer equals the uninterrupted one', { timeout: 240000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'strata_crash_'));
+  let server = null;  // the one running, killed if the test fails
+  try {
+    // The uninterrupted answers.
+    const base = server = await startStrataServe(BIN, [...ARGS, '--journal', join(dir, 'baseline')]);
+    const expected = REQUESTS.map((r) => new Client(r));
+    await runAll(base.url, expected);
+    base.proc.kill('SIGTERM');
+    await base.exited;
+    for (const c of expected) assert.ok(c.done, c.req.key);
+
+    const journal = join(dir, 'journal');
+    const file = join(journal, 'requests.journal');
+    const clients = REQUESTS.map((r) => new Client(r));
+    let truncations = 0;
+    for (let round = 0; round <= KILLS; ++round) {
+      server = await startStrataServe(BIN, [...ARGS, '--journal', journal]);
+      const running = Promise.all(clients.filter((c) => !c.done && c.req.round <= round).map((c) => c.attempt(server.url)));
+      if (round === KILLS) {  // the last run goes to the end
+        await running;
+        server.proc.kill('SIGTERM');
+        const { err } = await server.exited;
+        truncations += (err.match(/truncated \d+ bytes/g) ?? []).length;
+        break;
+      }
+      await new Promise((res) => setTimeout(res, 80 + random() * 500));
+      server.proc.kill('SIGKILL');
+      const { signal, err } = await server.exited;
+      assert.equal(signal, 'SIGKILL');
+      truncations += (err.match(/truncated \d+ bytes/g) ?? []).length;
+      await running;
+      // Every third restart finds a damaged tail: torn, garbage, or its last record cut.
+      if (round % 3 === 2) {
+        const kind = (round / 3) % 3;
+        if (kind === 0) appendFileSync(file, Buffer.from([200, 0, 0, 0, 1, 2, 3, 4, 5, 6]));
+        else if (kind === 1) appendFileSync(file, Buffer.from(Array.from({ length: 64 }, () => Math.floor(random() * 256))));
+        else truncateSync(file, Math.max(8, statSync(file).size - 3));
+      }
+    }
+    for (const c of clients) assert.ok(c.done, c.req.key + ' did not finish after ' + c.attempts + ' attempts');
+    const differ = clients.filter((c, i) => comparable(c) !== comparable(expected[i]));
+    assert.deepEqual(differ.map((c) => c.req.key), [], differ.map((c) => c.req.key + ':\n' + c.received).join('\n'));
+    assert.ok(clients.some((c) => c.attempts > 2), 'requests were interrupted');
+    assert.ok(truncations >= 5, 'damaged tails were found: ' + truncations);
+  } finally {
+    if (server && server.proc.exitCode === null && server.proc.signalCode === null) server.proc.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

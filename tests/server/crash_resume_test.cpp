@@ -1,0 +1,47 @@
+// Runs tests/server/crash_resume.test.mjs (node --test, Node's standard library only) against
+// the real `strata serve --journal` on a flash-tiny model made in a temporary directory: killed
+// with SIGKILL at random points and restarted, every client's answer equals an uninterrupted one.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "cli/run_command.h"
+
+namespace {
+
+using strata::test::run_strata;
+using strata::test::shell_quote;
+
+std::pair<int, std::string> run_shell(const std::string& cmd) {
+  std::string out;
+  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
+  std::array<char, 4096> buf;
+  size_t k;
+  while ((k = std::fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), k);
+  int st = ::pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), out};
+}
+
+TEST(ServeCrashResume, KilledAtRandomPointsEveryAnswerEqualsTheUninterruptedOne) {
+  if (run_strata("serve --help").out.find("--journal") == std::string::npos)
+    GTEST_SKIP() << "this strata binary has no serve command";
+  ASSERT_EQ(run_shell("node --version").first, 0) << "node is required";
+  const std::string src = STRATA_SOURCE_DIR;
+  char tmpl[] = "/tmp/strata_crash_XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl, model = dir + "/flash-tiny";
+  auto made = run_strata("make-model --preset flash-tiny --seed 0 --out " + shell_quote(model));
+  ASSERT_EQ(made.code, 0) << made.err;
+  auto [code, out] = run_shell("cd " + shell_quote(src + "/tests/server") + " && STRATA_BINARY=" +
+                               shell_quote(std::filesystem::absolute(STRATA_BINARY).string()) + " STRATA_MODEL_DIR=" +
+                               shell_quote(model) + " timeout 300 node --test crash_resume.test.mjs");
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(code, 0) << out;
+}
+
+}  // namespace
