@@ -61,8 +61,9 @@ async function one(i) {
         while ((k = buf.indexOf('\n\n')) >= 0) {
           const ev = buf.slice(0, k);
           buf = buf.slice(k + 2);
-          if (!ev.startsWith('data: ')) continue;
-          const data = ev.slice(6);
+          const line = ev.split('\n').find((l) => l.startsWith('data: '));  // after an id: field, if any
+          if (!line) continue;
+          const data = line.slice(6);
           if (data === '[DONE]') { r.ok = res.ok; continue; }
           const j = JSON.parse(data);
           if (j.usage) r.tokens = j.usage.completion_tokens;

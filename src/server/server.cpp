@@ -9,6 +9,7 @@
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <tuple>
 
 #include "core/error.h"
 #include "core/numerics.h"
@@ -142,7 +143,17 @@ void Server::install_routes() {
     res.set_content(shutting_down_ ? R"({"status":"shutting_down"})" : R"({"status":"ok"})", "application/json");
   });
   s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics_.render(backend_.metrics()), "text/plain; version=0.0.4; charset=utf-8");
+    std::string text = metrics_.render(backend_.metrics());
+    if (opt_.journal) {  // what journaling writes: its cost per token is bytes / generated tokens
+      const JournalStats js = opt_.journal->stats();
+      for (auto [name, v, help] : {std::tuple{"bytes", js.bytes, "bytes appended to the request journal"},
+                                   std::tuple{"records", js.records, "records appended to the request journal"},
+                                   std::tuple{"syncs", js.syncs, "fsyncs of the request journal"},
+                                   std::tuple{"compactions", js.compactions, "rewrites of the request journal"}})
+        text += std::string("# HELP strata_journal_") + name + "_total " + help + "\n# TYPE strata_journal_" + name +
+                "_total counter\nstrata_journal_" + name + "_total " + std::to_string(v) + "\n";
+    }
+    res.set_content(text, "text/plain; version=0.0.4; charset=utf-8");
   });
   // "numerics": the process's profile (core/numerics.h); OpenAI clients ignore fields they do not know.
   auto model_json = [this] {
