@@ -1,5 +1,6 @@
 // The HTTP layer end to end over loopback against a scripted engine double: routes, auth,
-// limits, SSE framing, error mapping, cancellation on disconnect, shutdown answers.
+// limits, SSE framing, error mapping, cancellation on disconnect, shutdown answers, and with a
+// journal the event ids, Idempotency-Key and /v1/requests/{id}.
 #include "server/server.h"
 
 #include <arpa/inet.h>
@@ -13,6 +14,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -20,6 +22,7 @@
 #include "core/error.h"
 #include "core/numerics.h"
 #include "engine/logit_bias.h"
+#include "server/journal.h"
 #include "server/test_model.h"
 
 namespace strata::server {
@@ -562,6 +565,113 @@ TEST_F(ServerHttp, ShuttingDownIs503) {
   expect_error(post("/v1/chat/completions", kChat + "}"), 503);
   EXPECT_EQ(client().Get("/health")->status, 503);
 }
+
+// With a journal: answers rendered again from their events (resumable_request.h).
+class ServerHttpJournal : public ServerHttp {
+ protected:
+  std::filesystem::path dir_ = std::filesystem::temp_directory_path() / ("strata_http_journal_" + std::to_string(::getpid()));
+  std::unique_ptr<Journal> journal_;
+  void configure(ServerOptions& o) override {
+    std::filesystem::remove_all(dir_);
+    JournalOptions jo;
+    jo.dir = dir_.string();
+    journal_ = std::make_unique<Journal>(jo);
+    o.journal = journal_.get();
+  }
+  void TearDown() override {
+    ServerHttp::TearDown();
+    journal_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  // The SSE events of a body as (id, data) pairs.
+  static std::vector<std::pair<std::string, std::string>> events(const std::string& body) {
+    std::vector<std::pair<std::string, std::string>> out;
+    size_t p = 0;
+    while ((p = body.find("id: ", p)) != std::string::npos) {
+      const size_t nl = body.find('\n', p), end = body.find("\n\n", p);
+      out.emplace_back(body.substr(p + 4, nl - p - 4), body.substr(nl + 7, end - nl - 7));
+      p = end;
+    }
+    return out;
+  }
+};
+
+TEST_F(ServerHttpJournal, AStreamIsSentAgainFromItsLastEventId) {
+  const std::string body = kChat + R"(,"max_tokens":6,"stream":true,"stream_options":{"include_usage":true}})";
+  httplib::Headers key{{"Idempotency-Key", "k1"}};
+  auto first = client().Post("/v1/chat/completions", key, body, "application/json");
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->status, 200) << first->body;
+  const auto all = events(first->body);
+  ASSERT_GE(all.size(), 8u);  // the role chunk, six tokens (the last with the finish), usage, [DONE]
+  for (size_t i = 0; i + 2 < all.size(); ++i) EXPECT_EQ(all[i].first, std::to_string(i + 1));
+  EXPECT_EQ(all[all.size() - 2].first, "usage");
+  EXPECT_EQ(all.back(), (std::pair<std::string, std::string>{"done", "[DONE]"}));
+  const std::string id = first->get_header_value("X-Request-Id");
+  EXPECT_EQ(engine_.submitted().size(), 1u);
+
+  // The same body and key again, after event 3: the rest, and no new request.
+  key.emplace("Last-Event-ID", "3");
+  auto rest = client().Post("/v1/chat/completions", key, body, "application/json");
+  ASSERT_TRUE(rest);
+  ASSERT_EQ(rest->status, 200) << rest->body;
+  EXPECT_EQ(events(rest->body), std::vector(all.begin() + 3, all.end()));
+  EXPECT_EQ(rest->get_header_value("X-Request-Id"), id);
+  EXPECT_EQ(engine_.submitted().size(), 1u);
+
+  // By id: the stream from an event, everything after "usage", the whole response.
+  auto c = client();
+  auto by_id = c.Get(("/v1/requests/" + id + "/stream").c_str(), {{"Last-Event-ID", "5"}});
+  ASSERT_TRUE(by_id);
+  EXPECT_EQ(events(by_id->body), std::vector(all.begin() + 5, all.end()));
+  by_id = c.Get(("/v1/requests/" + id + "/stream").c_str(), {{"Last-Event-ID", "usage"}});
+  ASSERT_TRUE(by_id);
+  EXPECT_EQ(events(by_id->body), std::vector(all.end() - 1, all.end()));
+  auto whole = c.Get(("/v1/requests/" + id).c_str());
+  ASSERT_TRUE(whole);
+  ASSERT_EQ(whole->status, 200) << whole->body;
+  const ojson j = ojson::parse(whole->body);
+  EXPECT_EQ(j["id"], id);
+  EXPECT_EQ(j["choices"][0]["message"]["content"], "w0 w1 w2 w3 w4 w5 ");
+  EXPECT_EQ(j["created"], ojson::parse(all[0].second)["created"]);
+  journal_->sync();
+  EXPECT_EQ(journal_->stats().records, 3);  // begin, tokens, end
+}
+
+TEST_F(ServerHttpJournal, TwoChoicesCountTheirEventsApart) {
+  auto r = client().Post("/v1/chat/completions", {{"Idempotency-Key", "two"}},
+                         kChat + R"(,"n":2,"max_tokens":3,"stream":true})", "application/json");
+  ASSERT_TRUE(r);
+  const auto all = events(r->body);
+  // Each id counts both choices' chunks so far (one per token, the role riding on the first):
+  // the last before [DONE] has all three of each.
+  ASSERT_EQ(all.size(), 7u);
+  EXPECT_EQ(all[all.size() - 2].first, "3.3");
+  EXPECT_EQ(all.back().first, "done");
+}
+
+TEST_F(ServerHttpJournal, BadIdsKeysAndEventIdsAreAnswered) {
+  const std::string body = kChat + R"(,"max_tokens":2})";
+  ASSERT_EQ(client().Post("/v1/chat/completions", {{"Idempotency-Key", "k2"}}, body, "application/json")->status, 200);
+  auto c = client();
+  // The key of another body.
+  expect_error(c.Post("/v1/chat/completions", {{"Idempotency-Key", "k2"}}, kChat + R"(,"max_tokens":3})",
+                      "application/json"),
+               409);
+  expect_error(c.Post("/v1/chat/completions", {{"Idempotency-Key", "k2"}, {"Last-Event-ID", "x"}}, body,
+                      "application/json"),
+               400);
+  expect_error(c.Get("/v1/requests/chatcmpl-nosuchrequest"), 404);
+  auto r = c.Post("/v1/chat/completions", {{"Idempotency-Key", "k3"}}, kChat + R"(,"n":2,"max_tokens":2})",
+                  "application/json");
+  ASSERT_EQ(r->status, 200);
+  const std::string id = r->get_header_value("X-Request-Id");
+  for (const char* bad : {"3", "1.2.3", "1.", ".1", "-1.2", "99999999999.1"})
+    expect_error(c.Get(("/v1/requests/" + id + "/stream").c_str(), {{"Last-Event-ID", bad}}), 400);
+  EXPECT_EQ(c.Get(("/v1/requests/" + id + "/stream").c_str(), {{"Last-Event-ID", "1.1"}})->status, 200);
+}
+
+TEST_F(ServerHttp, RequestsByIdNeedAJournal) { expect_error(client().Get("/v1/requests/chatcmpl-x"), 404); }
 
 }  // namespace
 }  // namespace strata::server
