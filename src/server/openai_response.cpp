@@ -29,6 +29,23 @@ std::string new_id(const char* prefix) {
   return id;
 }
 
+// "call_" + 24 alphanumerics derived from the response id, the choice and the call's index:
+// unique as the response id is, and the same whenever the answer is rendered again (a stream
+// resumed after a restart of strata serve --journal).
+std::string ChoiceBuilder::tool_call_id(size_t call) const {
+  static const char kChars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a over the three, then splitmix64 per character
+  for (unsigned char c : meta_.id + "/" + std::to_string(index_) + "/" + std::to_string(call)) h = (h ^ c) * 0x100000001b3ull;
+  std::string id = "call_";
+  for (int i = 0; i < 24; ++i) {
+    uint64_t z = (h += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    id += kChars[(z ^ (z >> 31)) % (sizeof(kChars) - 1)];
+  }
+  return id;
+}
+
 ChoiceBuilder::ChoiceBuilder(const Tokenizer& tok, const ResponseMeta& meta, size_t index, std::string echo)
     : tok_(tok), meta_(meta), index_(index), content_(echo), echo_(std::move(echo)) {
   if (meta_.endpoint == Endpoint::chat) {
@@ -53,7 +70,7 @@ void ChoiceBuilder::take(std::vector<StreamEvent>&& evs, ChoiceDelta& d) {
       case StreamEvent::Kind::kToolCall:
         if (d.tool_calls.empty()) d.first_tool_index = tool_calls_.size();
         d.tool_calls.push_back(e.tool_call);
-        d.tool_call_ids.push_back(new_id("call_"));
+        d.tool_call_ids.push_back(tool_call_id(tool_calls_.size()));
         tool_calls_.push_back(e.tool_call);
         tool_call_ids_.push_back(d.tool_call_ids.back());
         break;

@@ -76,6 +76,7 @@ class ChoiceBuilder {
   void parse(std::string_view text, ChoiceDelta& d, bool at_end);
   void take(std::vector<StreamEvent>&& evs, ChoiceDelta& d);
   ojson logprob_entries(const engine::Event& ev, size_t text_offset);
+  std::string tool_call_id(size_t call) const;
 
   const Tokenizer& tok_;
   ResponseMeta meta_;

@@ -81,6 +81,19 @@ TEST(OpenAIResponse, ToolCallsFromDsmlStreamAndWhole) {
     EXPECT_EQ(c["message"]["tool_calls"][0]["function"]["name"], "get_weather");
     EXPECT_EQ(c["message"]["tool_calls"][0]["id"], calls[0]["id"]);
     EXPECT_FALSE(c["message"].contains("reasoning_content"));
+    // The call's id follows from the response id and the choice: the answer rendered again
+    // (a resumed stream) names it the same; another response or choice does not.
+    auto id_of = [&](const ResponseMeta& m, size_t index) {
+      ChoiceBuilder again(test::tokenizer(), m, index);
+      feed(again, "Let me check." + tool_block(), step, FinishReason::stop);
+      return again.choice_json()["message"]["tool_calls"][0]["id"];
+    };
+    EXPECT_EQ(id_of(chat_meta(), 0), calls[0]["id"]);
+    EXPECT_NE(id_of(chat_meta(), 1), calls[0]["id"]);
+    ResponseMeta other = chat_meta();
+    other.id = "chatcmpl-other";
+    EXPECT_NE(id_of(other, 0), calls[0]["id"]);
+    EXPECT_EQ(calls[0]["id"].get<std::string>().size(), 5u + 24u);
   }
 }
 
