@@ -76,6 +76,7 @@ struct Server::Trace {
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
   std::string id = new_id("req-");       // a completion's own id once it has one
   std::shared_ptr<Exchange> ex;          // completions that reached the engine
+  std::shared_ptr<ResumableRequest> rr;  // with --journal: the request answered
   size_t n = 1;                          // choices per prompt
   std::optional<ApiError> error;         // the error answered
 };
@@ -319,6 +320,26 @@ void Server::log_request(const httplib::Request& req, const httplib::Response& r
     r.outcome = clean && x.done && res.status == 200 ? "ok" : cancelled && !x.done ? "cancelled" : "error";
     for (const auto& e : x.stream_errors)
       log_.error({r.id, r.method, r.path, 500, "server_error", "", "", e});
+  } else if (t->rr) {
+    // A journaled request: its figures as of this answer's end (its client may have gone away
+    // while it runs on: "cancelled" here, as the client is concerned).
+    ResumableRequest& x = *t->rr;
+    std::lock_guard lk(x.mu);
+    int64_t prompt = 0, completion = 0, cached = 0;
+    for (size_t c = 0; c < x.events.size(); ++c) {
+      if (x.events[c].empty()) continue;
+      const engine::Event& e = x.events[c].back();
+      if (c % x.n == 0) prompt += e.prompt_tokens, cached += e.cached_prompt_tokens;
+      completion += e.generated_tokens;
+      if (const char* f = finish_reason_name(e.finish); e.finish != FinishReason::none && r.finish.find(f) == std::string::npos)
+        r.finish += (r.finish.empty() ? "" : ",") + std::string(f);
+    }
+    r.prompt_tokens = prompt;
+    r.completion_tokens = completion;
+    r.cached_tokens = cached;
+    bool clean = x.finished == x.events.size();
+    for (const auto& evs : x.events) clean = clean && !evs.empty() && evs.back().error.empty() && !evs.back().cancelled;
+    r.outcome = res.status != 200 ? "error" : clean ? "ok" : x.finished < x.events.size() ? "cancelled" : "error";
   } else if (req.method == "POST" && (req.path == "/v1/chat/completions" || req.path == "/v1/completions" ||
                                       req.path == "/v1/responses")) {
     r.outcome = "error";
@@ -654,6 +675,11 @@ void Server::handle_journaled(Endpoint ep, const ApiRequest& r, const ResponseMe
 void Server::serve_resumable(const std::shared_ptr<ResumableRequest>& rr, bool stream, std::vector<int64_t> skip,
                              const httplib::Request& req, httplib::Response& res) {
   const Tokenizer& tok = *opt_.model.tokenizer;
+  {
+    auto tr = trace(req);
+    tr->id = rr->meta.id;
+    tr->rr = rr;
+  }
   if (!stream) {
     ++active_;
     try {

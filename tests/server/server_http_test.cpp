@@ -636,6 +636,11 @@ TEST_F(ServerHttpJournal, AStreamIsSentAgainFromItsLastEventId) {
   EXPECT_EQ(j["created"], ojson::parse(all[0].second)["created"]);
   journal_->sync();
   EXPECT_EQ(journal_->stats().records, 3);  // begin, tokens, end
+  // Every answer of it is logged with the request's figures.
+  EXPECT_NE(log_line({"id=" + id, "path=/v1/requests/" + id + "/stream", "completion_tokens=6 ", "finish=length ",
+                      "outcome=ok"}),
+            "");
+  EXPECT_NE(log_line({"id=" + id, "path=/v1/chat/completions", "completion_tokens=6 ", "outcome=ok"}), "");
 }
 
 TEST_F(ServerHttpJournal, TwoChoicesCountTheirEventsApart) {
