@@ -1,6 +1,7 @@
 #include "server/journal.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -51,6 +52,15 @@ Journal::Journal(JournalOptions opt) : opt_(std::move(opt)) {
   std::error_code ec;
   fs::create_directories(opt_.dir, ec);
   if (ec) throw Error("journal: cannot create " + opt_.dir + ": " + ec.message());
+  // One server per journal: a second would interleave its records with ours. The lock goes
+  // with the process, so a killed server leaves none behind.
+  const std::string lock = (fs::path(opt_.dir) / "requests.lock").string();
+  lock_fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock_fd_ < 0) fail("open", lock);
+  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    ::close(lock_fd_);
+    throw Error("journal: " + opt_.dir + " is in use by another process");
+  }
   const std::string p = path();
   if (fs::exists(p)) {
     std::ifstream f(p, std::ios::binary);
@@ -82,6 +92,7 @@ Journal::~Journal() {
   } catch (...) {  // a destructor cannot report it; the next start reads what reached the disk
   }
   if (fd_ >= 0) ::close(fd_);
+  ::close(lock_fd_);
 }
 
 void Journal::write_all(const std::vector<uint8_t>& bytes) {

@@ -37,8 +37,8 @@ struct JournalStats {
 
 class Journal {
  public:
-  // Creates DIR when missing. Throws strata::Error when the directory or file cannot be used;
-  // a bad tail is not an error (see recovery()).
+  // Creates DIR when missing. Throws strata::Error when the directory or file cannot be used
+  // or another process has the journal open; a bad tail is not an error (see recovery()).
   explicit Journal(JournalOptions opt);
   ~Journal();  // writes and fsyncs what is buffered
   Journal(const Journal&) = delete;
@@ -70,6 +70,7 @@ class Journal {
   JournalOptions opt_;
   JournalScan recovered_;
   int fd_ = -1;
+  int lock_fd_ = -1;  // DIR/requests.lock, held (flock) while open
   std::mutex file_mu_;  // the file: writes, fsyncs, rewrites (taken before mu_)
   std::mutex mu_;       // everything below
   std::condition_variable cv_;

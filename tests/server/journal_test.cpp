@@ -13,6 +13,8 @@
 #include <thread>
 #include <unistd.h>
 
+#include "core/error.h"
+
 namespace strata::server {
 namespace {
 
@@ -74,6 +76,8 @@ TEST(Journal, ReadsBackWhatWasWritten) {
   EXPECT_TRUE(r.entries[1].ended);
   // New requests are numbered after the recovered ones.
   EXPECT_GT(j.begin("c", json::object(), 1), r.entries[1].seq);
+  // One journal, one user.
+  EXPECT_THROW(Journal{options(t)}, Error);
 }
 
 TEST(Journal, TheSyncThreadWritesWithinItsInterval) {
