@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdio>
 #include <string>
+#include <utility>
 
 namespace strata::test {
 
@@ -36,6 +37,17 @@ inline CommandResult run_strata(const std::string& args, const std::string& env 
   }
   std::remove(err_file.c_str());
   return r;
+}
+
+// Runs a shell command; its exit code and its stdout and stderr together.
+inline std::pair<int, std::string> run_shell(const std::string& cmd) {
+  std::string out;
+  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
+  std::array<char, 4096> buf;
+  size_t k;
+  while ((k = std::fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), k);
+  int st = ::pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), out};
 }
 
 }  // namespace strata::test

@@ -14,18 +14,9 @@
 
 namespace {
 
+using strata::test::run_shell;
 using strata::test::run_strata;
 using strata::test::shell_quote;
-
-std::pair<int, std::string> run_shell(const std::string& cmd) {
-  std::string out;
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  std::array<char, 4096> buf;
-  size_t k;
-  while ((k = std::fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), k);
-  int st = ::pclose(p);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), out};
-}
 
 TEST(ServeMemoryExhaustion, TooLargeIsA400AndABurstIsPreemptedWithSameOutputs) {
   if (run_strata("serve --help").out.find("--pool-bytes") == std::string::npos)
