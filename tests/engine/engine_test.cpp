@@ -23,6 +23,7 @@
 #include "kernels/parallel.h"
 #include "models/deepseek_v4/cache_layout.h"
 #include "models/deepseek_v4/indexer_scratch.h"
+#include "engine/dsv4_engine_fixture.h"
 #include "models/dsv4_fixture.h"
 #include "text/tokenizer.h"
 #include "models/numerics_profiles.h"
@@ -36,19 +37,7 @@ using testing::Collector;
 using testing::mixed_requests;
 using testing::Outcome;
 
-struct Shared {
-  dsv4::testing::TinyModel tiny;
-  std::shared_ptr<dsv4::Model> model;
-  std::shared_ptr<const Tokenizer> tok;
-  Shared()
-      : model(std::move(tiny.model)),
-        tok(std::make_shared<const Tokenizer>(Tokenizer::load(std::string(STRATA_SHARED_DIR) + "/tokenizers/deepseek-v3"))) {}
-};
-
-Shared& shared() {
-  static Shared s;
-  return s;
-}
+using testing::shared;
 
 Outcome run_alone(const Request& r) { return testing::run_alone(*shared().model, *shared().tok, r); }
 

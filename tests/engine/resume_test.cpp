@@ -11,25 +11,14 @@
 
 #include "core/error.h"
 #include "engine/engine.h"
+#include "engine/dsv4_engine_fixture.h"
 #include "models/dsv4_fixture.h"
 #include "text/tokenizer.h"
 
 namespace strata::engine {
 namespace {
 
-struct Shared {
-  dsv4::testing::TinyModel tiny;
-  std::shared_ptr<dsv4::Model> model;
-  std::shared_ptr<const Tokenizer> tok;
-  Shared()
-      : model(std::move(tiny.model)),
-        tok(std::make_shared<const Tokenizer>(Tokenizer::load(std::string(STRATA_SHARED_DIR) + "/tokenizers/deepseek-v3"))) {}
-};
-
-Shared& shared() {
-  static Shared s;
-  return s;
-}
+using testing::shared;
 
 // Every event of every request, as delivered.
 struct Events {

@@ -11,6 +11,7 @@
 #include "engine/engine_harness.h"
 #include "engine/request_snapshot.h"
 #include "kernels/parallel.h"
+#include "engine/dsv4_engine_fixture.h"
 #include "models/dsv4_fixture.h"
 #include "text/tokenizer.h"
 
@@ -21,19 +22,7 @@ using json = nlohmann::json;
 using testing::Collector;
 using testing::Outcome;
 
-struct Shared {
-  dsv4::testing::TinyModel tiny;
-  std::shared_ptr<dsv4::Model> model;
-  std::shared_ptr<const Tokenizer> tok;
-  Shared()
-      : model(std::move(tiny.model)),
-        tok(std::make_shared<const Tokenizer>(Tokenizer::load(std::string(STRATA_SHARED_DIR) + "/tokenizers/deepseek-v3"))) {}
-};
-
-Shared& shared() {
-  static Shared s;
-  return s;
-}
+using testing::shared;
 
 const char* kSchema = R"({"type":"object","properties":{
   "answer":{"enum":["yes","no"]},"confident":{"type":"boolean"},"count":{"type":"integer"},
