@@ -82,13 +82,16 @@ async function settled() {
 }
 
 const ids = (n, salt) => Array.from({ length: n }, (_, i) => 1000 + ((i * 7919 + salt * 104729) % 90000));
-// Sixteen requests of different lengths (prompts of 40-300 tokens, 40-160 new tokens), the
-// pool's six slots twice over and more: blocks of finished and preempted requests are freed
-// below live ones, so the pool also refuses slots that the byte budget allows (its geometry).
+// Sixteen requests of different lengths, the pool's six slots twice over and more. Every prompt
+// fits one block (30-119 tokens) and most requests grow past it (60-159 new tokens): six
+// admitted together hold at most six blocks, and three of them growing overflow the 8.5, so the
+// newest is preempted whether the burst arrives at once (all 16 waiting before the first step)
+// or over the first steps. Blocks of finished and preempted requests are freed below live ones,
+// so the pool also refuses slots that the byte budget allows (its geometry).
 const burst = Array.from({ length: 16 }, (_, i) => {
-  const common = { max_tokens: 40 + ((i * 37) % 120), ignore_eos: true, ...(i % 2 ? { temperature: 0.8, seed: i } : { temperature: 0 }) };
-  if (i % 4 === 3) return ['/v1/chat/completions', { ...common, messages: [{ role: 'user', content: 'kalo miter songa '.repeat(5 + i) }] }];
-  return ['/v1/completions', { ...common, prompt: ids(40 + ((i * 97) % 260), i + 1), ...(i % 5 === 1 ? { logprobs: 2 } : {}) }];
+  const common = { max_tokens: 60 + ((i * 37) % 100), ignore_eos: true, ...(i % 2 ? { temperature: 0.8, seed: i } : { temperature: 0 }) };
+  if (i % 4 === 3) return ['/v1/chat/completions', { ...common, messages: [{ role: 'user', content: 'kalo miter songa '.repeat(3 + (i >> 2)) }] }];
+  return ['/v1/completions', { ...common, prompt: ids(30 + ((i * 97) % 90), i + 1), ...(i % 5 === 1 ? { logprobs: 2 } : {}) }];
 });
 
 test('a request whose cache cannot fit the pool is a 400 naming the pool, and serving goes on', async () => {
