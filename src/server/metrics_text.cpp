@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "core/numerics.h"
+#include "server/journal.h"
 
 namespace strata::server {
 namespace {
@@ -63,6 +64,13 @@ void write_histogram(std::string& out, const std::string& name, const std::strin
   }
   out += metric_line(name + "_sum", {}, h.sum);
   out += metric_line(name + "_count", {}, double(h.count));
+}
+
+void write_journal_metrics(std::string& out, const JournalStats& s) {
+  single(out, "strata_journal_bytes_total", "counter", "bytes appended to the request journal", double(s.bytes));
+  single(out, "strata_journal_records_total", "counter", "records appended to the request journal", double(s.records));
+  single(out, "strata_journal_syncs_total", "counter", "fsyncs of the request journal", double(s.syncs));
+  single(out, "strata_journal_compactions_total", "counter", "rewrites of the request journal", double(s.compactions));
 }
 
 void ServerMetrics::count_request(const std::string& route, int status) {

@@ -14,6 +14,8 @@
 
 namespace strata::server {
 
+struct JournalStats;
+
 class ServerMetrics {
  public:
   // An answered HTTP request (route as registered, e.g. "/v1/chat/completions").
@@ -25,6 +27,10 @@ class ServerMetrics {
   std::mutex mu_;
   std::map<std::pair<std::string, int>, uint64_t> requests_;
 };
+
+// With --journal: what journaling writes (strata_journal_{bytes,records,syncs,compactions}_total);
+// its cost per token is bytes / generated tokens.
+void write_journal_metrics(std::string& out, const JournalStats& s);
 
 // A histogram's "<name>_bucket{le=...} n" lines (cumulative), _sum and _count.
 void write_histogram(std::string& out, const std::string& name, const std::string& help,

@@ -4,12 +4,10 @@
 
 #include <chrono>
 #include <condition_variable>
-#include <cstdio>
 #include <ctime>
 #include <deque>
 #include <mutex>
 #include <optional>
-#include <tuple>
 
 #include "core/error.h"
 #include "core/numerics.h"
@@ -145,15 +143,7 @@ void Server::install_routes() {
   });
   s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     std::string text = metrics_.render(backend_.metrics());
-    if (opt_.journal) {  // what journaling writes: its cost per token is bytes / generated tokens
-      const JournalStats js = opt_.journal->stats();
-      for (auto [name, v, help] : {std::tuple{"bytes", js.bytes, "bytes appended to the request journal"},
-                                   std::tuple{"records", js.records, "records appended to the request journal"},
-                                   std::tuple{"syncs", js.syncs, "fsyncs of the request journal"},
-                                   std::tuple{"compactions", js.compactions, "rewrites of the request journal"}})
-        text += std::string("# HELP strata_journal_") + name + "_total " + help + "\n# TYPE strata_journal_" + name +
-                "_total counter\nstrata_journal_" + name + "_total " + std::to_string(v) + "\n";
-    }
+    if (opt_.journal) write_journal_metrics(text, opt_.journal->stats());
     res.set_content(text, "text/plain; version=0.0.4; charset=utf-8");
   });
   // "numerics": the process's profile (core/numerics.h); OpenAI clients ignore fields they do not know.
@@ -208,26 +198,7 @@ void Server::install_routes() {
   s.Post("/detokenize", tokenizer_route(detokenize_response));
   // With --journal: a request's finished response, or the rest of its stream from Last-Event-ID.
   s.Get(R"(/v1/requests/([A-Za-z0-9_-]+)(/stream)?)", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!opt_.journal)
-      return send_error(req, res, ApiError(404, "Requests are kept for retrieval only with --journal.",
-                                           "invalid_request_error", "", "not_found"));
-    std::shared_ptr<ResumableRequest> rr;
-    {
-      std::lock_guard lk(resumable_mu_);
-      if (auto it = resumable_.find(req.matches[1]); it != resumable_.end()) rr = it->second;
-    }
-    if (!rr)
-      return send_error(req, res, ApiError(404, "No request " + std::string(req.matches[1]) +
-                                                    ": unknown, or finished longer ago than the journal keeps it.",
-                                           "invalid_request_error", "", "not_found"));
-    std::vector<int64_t> skip;
-    try {
-      skip = parse_last_event_id(req.get_header_value("Last-Event-ID"), rr->echo.size());
-    } catch (const ApiError& e) {
-      return send_error(req, res, e);
-    }
-    trace(req)->id = rr->meta.id;
-    serve_resumable(rr, req.matches[2].length() > 0, std::move(skip), req, res);
+    answer_by_id(req, res);
   });
   // Introspection: what the engine is running and what waits, with the cache each request holds.
   s.Get("/requests", [this](const httplib::Request&, httplib::Response& res) {
@@ -240,6 +211,12 @@ std::shared_ptr<Server::Trace> Server::trace(const httplib::Request& req) {
   auto& t = traces_[&req];
   if (!t) t = std::make_shared<Trace>();  // a request httplib answered before routing (413)
   return t;
+}
+
+void Server::name_trace(const httplib::Request& req, const std::string& id, std::shared_ptr<ResumableRequest> rr) {
+  auto t = trace(req);
+  t->id = id;
+  if (rr) t->rr = std::move(rr);
 }
 
 // Every error answer goes through here, so that its log line has the message (by the time the
@@ -532,223 +509,6 @@ bool Server::stream_step(Exchange& x, const ResponseMeta& meta, bool include_usa
   // Nothing new: an SSE comment, so that a client that has gone away is noticed.
   if (out.empty()) out = ": keep-alive\n\n";
   return sink.write(out.data(), out.size());
-}
-
-std::shared_ptr<ResumableRequest> Server::track(const ApiRequest& r, const ResponseMeta& meta, const std::string& body,
-                                                const std::string& key, std::shared_ptr<ResumableRequest>* existing) {
-  auto rr = std::make_shared<ResumableRequest>();
-  rr->body = body;
-  rr->idempotency_key = key;
-  rr->meta = meta;
-  rr->n = size_t(r.n);
-  rr->stream = r.stream;
-  rr->include_usage = r.include_usage;
-  for (size_t c = 0; c < r.choices(); ++c) rr->echo.push_back(r.echo ? r.prompt_texts[r.prompt_of(c)] : std::string());
-  rr->events.resize(r.choices());
-  rr->tokens.assign(r.choices(), 0);
-  std::lock_guard lk(resumable_mu_);
-  // Finished requests are dropped after the journal's retention, as the journal drops them.
-  const auto old = std::chrono::steady_clock::now() - opt_.journal->options().retain;
-  for (auto it = resumable_.begin(); it != resumable_.end();) {
-    if (it->second->done() && it->second->finished_at < old) {
-      idempotency_keys_.erase(it->second->idempotency_key);
-      it = resumable_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  if (!key.empty()) {
-    if (auto it = idempotency_keys_.find(key); it != idempotency_keys_.end()) {
-      if (existing) *existing = resumable_.at(it->second);
-      return nullptr;
-    }
-    idempotency_keys_[key] = meta.id;
-  }
-  resumable_[meta.id] = rr;
-  return rr;
-}
-
-bool Server::answer_known_key(const httplib::Request& req, httplib::Response& res) {
-  const std::string key = req.get_header_value("Idempotency-Key");
-  if (key.empty()) return false;
-  std::shared_ptr<ResumableRequest> rr;
-  {
-    std::lock_guard lk(resumable_mu_);
-    auto it = idempotency_keys_.find(key);
-    if (it == idempotency_keys_.end()) return false;
-    rr = resumable_.at(it->second);
-  }
-  trace(req)->id = rr->meta.id;
-  if (rr->body != req.body) {
-    send_error(req, res, ApiError(409, "Idempotency-Key " + key + " belongs to request " + rr->meta.id +
-                                           ", whose body was different.", "invalid_request_error", "", "idempotency_key_reused"));
-    return true;
-  }
-  std::vector<int64_t> skip;
-  try {
-    skip = parse_last_event_id(req.get_header_value("Last-Event-ID"), rr->echo.size());
-  } catch (const ApiError& e) {
-    send_error(req, res, e);
-    return true;
-  }
-  serve_resumable(rr, rr->stream, std::move(skip), req, res);
-  return true;
-}
-
-void Server::submit_resumable(const std::shared_ptr<ResumableRequest>& rr, std::vector<engine::Request> reqs,
-                              const std::vector<int64_t>& skip) {
-  std::vector<uint64_t> ids;
-  try {
-    for (size_t c = 0; c < reqs.size(); ++c) {
-      Journal* j = opt_.journal;
-      const int64_t sk = skip[c];
-      // The callback holds the request: it lives as long as its engine requests.
-      ids.push_back(backend_.submit(std::move(reqs[c]), [this, rr, c, j, sk](const engine::Event& e) {
-        const auto [index, done] = rr->add(c, e);
-        if (index >= sk) j->append(rr->journal_seq, c, e.token);
-        // Cancelled by a shutdown: left unfinished in the journal, to be resumed at the next start.
-        if (done && !(e.cancelled && shutting_down_)) j->end(rr->journal_seq);
-      }));
-    }
-  } catch (...) {
-    for (uint64_t id : ids) backend_.cancel(id);
-    opt_.journal->end(rr->journal_seq);
-    std::lock_guard lk(resumable_mu_);
-    resumable_.erase(rr->meta.id);
-    idempotency_keys_.erase(rr->idempotency_key);
-    throw;
-  }
-}
-
-void Server::handle_journaled(Endpoint ep, const ApiRequest& r, const ResponseMeta& meta, const httplib::Request& req,
-                              httplib::Response& res) {
-  trace(req)->id = meta.id;
-  // What a restart needs to resume it and render the same answer: the body (the response's
-  // options), the response's id and time, and each choice's engine request (seed included).
-  nlohmann::json jm = {{"endpoint", ep == Endpoint::chat ? "chat" : "completions"},
-                       {"body", req.body},
-                       {"created", meta.created},
-                       {"choices", nlohmann::json::array()}};
-  std::vector<engine::Request> reqs;
-  for (size_t c = 0; c < r.choices(); ++c) {
-    engine::Request er;
-    er.prompt = r.prompts[r.prompt_of(c)];
-    er.sampling = r.sampling_for(c);
-    nlohmann::json sj;
-    to_json(sj, er.sampling);
-    jm["choices"].push_back({{"prompt", er.prompt}, {"sampling", std::move(sj)}});
-    reqs.push_back(std::move(er));
-  }
-  const std::string key = req.get_header_value("Idempotency-Key");
-  if (!key.empty()) jm["idempotency_key"] = key;
-  std::shared_ptr<ResumableRequest> existing;
-  auto rr = track(r, meta, req.body, key, &existing);
-  if (!rr) {  // the same key came in meanwhile
-    if (existing->body != req.body)
-      return send_error(req, res, ApiError(409, "Idempotency-Key " + key + " belongs to another request.",
-                                           "invalid_request_error", "", "idempotency_key_reused"));
-    return serve_resumable(existing, existing->stream, std::vector<int64_t>(existing->echo.size(), 0), req, res);
-  }
-  try {
-    rr->journal_seq = opt_.journal->begin(meta.id, jm, r.choices());
-  } catch (const std::exception& e) {
-    {
-      std::lock_guard lk(resumable_mu_);
-      resumable_.erase(meta.id);
-      idempotency_keys_.erase(key);
-    }
-    return send_error(req, res, internal_error(std::string("the request could not be journaled: ") + e.what()));
-  }
-  try {
-    submit_resumable(rr, std::move(reqs), std::vector<int64_t>(r.choices(), 0));
-  } catch (const engine::QueueFull&) {
-    res.set_header("Retry-After", std::to_string(retry_after_.seconds()));
-    return send_error(req, res, queue_full());
-  } catch (const std::exception& e) {
-    return send_error(req, res, shutting_down_ ? shutting_down_error() : bad_request(e.what()));
-  }
-  serve_resumable(rr, r.stream, std::vector<int64_t>(r.choices(), 0), req, res);
-}
-
-// The answer rendered from the request's events: the whole body once finished, or its stream
-// from where the client stopped. The client going away cancels nothing: it may come back.
-void Server::serve_resumable(const std::shared_ptr<ResumableRequest>& rr, bool stream, std::vector<int64_t> skip,
-                             const httplib::Request& req, httplib::Response& res) {
-  const Tokenizer& tok = *opt_.model.tokenizer;
-  {
-    auto tr = trace(req);
-    tr->id = rr->meta.id;
-    tr->rr = rr;
-  }
-  if (!stream) {
-    ++active_;
-    try {
-      res.set_content(dump_json(render_response(*rr, tok)), "application/json");
-    } catch (const ApiError& e) {
-      send_error(req, res, e);
-    }
-    --active_;
-    return;
-  }
-  ++active_;
-  auto renderer = std::make_shared<StreamRenderer>(*rr, tok, std::move(skip));
-  res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [rr, renderer](size_t, httplib::DataSink& sink) {
-        std::string out = renderer->step(std::chrono::milliseconds(500));
-        if (out.empty() && !renderer->done()) out = ": keep-alive\n\n";  // notices a client that has gone away
-        if (!out.empty() && !sink.write(out.data(), out.size())) return false;
-        if (renderer->done()) sink.done();
-        return true;
-      },
-      [this](bool) { --active_; });
-}
-
-size_t Server::resume_journal() {
-  if (!opt_.journal) return 0;
-  size_t resumed = 0;
-  for (const JournalEntry& e : opt_.journal->recovery().entries) {
-    try {
-      const nlohmann::json& m = e.meta;
-      const Endpoint ep = m.at("endpoint").get<std::string>() == "chat" ? Endpoint::chat : Endpoint::completions;
-      const std::string body = m.at("body").get<std::string>();
-      const std::string key = m.value("idempotency_key", std::string());
-      ApiRequest r = ep == Endpoint::chat ? parse_chat_request(body, opt_.model) : parse_completion_request(body, opt_.model);
-      ResponseMeta meta = meta_for(r, "");
-      meta.id = e.key;
-      meta.created = m.at("created").get<int64_t>();
-      const auto& choices = m.at("choices");
-      if (choices.size() != r.choices() || e.tokens.size() != r.choices())
-        throw Error("its choices do not match its body");
-      std::vector<engine::Request> reqs;
-      std::vector<int64_t> skip;
-      for (size_t c = 0; c < r.choices(); ++c) {
-        engine::Request er;
-        er.prompt = choices[c].at("prompt").get<std::vector<int32_t>>();
-        from_json(choices[c].at("sampling"), er.sampling);
-        const auto& toks = e.tokens[c];
-        skip.push_back(int64_t(toks.size()));
-        // The last journaled token is computed again: with it the request may have ended (its
-        // end record is written after it). Logprobs are not journaled, so such a choice is
-        // computed again from its prompt.
-        if (!er.sampling.logprobs && !toks.empty()) {
-          er.accepted.assign(toks.begin(), toks.end() - 1);
-          er.report_accepted = true;
-        }
-        reqs.push_back(std::move(er));
-      }
-      auto rr = track(r, meta, body, key);
-      if (!rr) throw Error("its Idempotency-Key is another request's");
-      rr->journal_seq = e.seq;
-      submit_resumable(rr, std::move(reqs), skip);
-      ++resumed;
-    } catch (const std::exception& ex) {
-      std::fprintf(stderr, "strata serve: journal: request %s is not resumed: %s\n", e.key.c_str(), ex.what());
-      opt_.journal->end(e.seq);
-    }
-  }
-  return resumed;
 }
 
 // POST /v1/responses: a chat request underneath (responses_request.h), answered as a response

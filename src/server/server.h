@@ -22,6 +22,7 @@
 #include "server/cors.h"
 #include "server/metrics_text.h"
 #include "server/openai_request.h"
+#include "server/request_registry.h"
 #include "server/request_log.h"
 #include "server/retry_after.h"
 
@@ -34,8 +35,6 @@ struct Response;
 
 namespace strata::server {
 
-struct ResponseMeta;
-struct ResumableRequest;
 class Journal;
 struct ChoiceDelta;
 class ResponseBuilder;
@@ -86,6 +85,8 @@ class Server {
   bool pre_route(const httplib::Request& req, httplib::Response& res);
   void log_request(const httplib::Request& req, const httplib::Response& res);
   std::shared_ptr<Trace> trace(const httplib::Request& req);
+  // The id a request's log line and X-Request-Id name, and the journaled request it answered.
+  void name_trace(const httplib::Request& req, const std::string& id, std::shared_ptr<ResumableRequest> rr = nullptr);
   void send_error(const httplib::Request& req, httplib::Response& res, const ApiError& e);
   ResponseMeta meta_for(const ApiRequest& r, const char* id_prefix) const;
   std::pair<std::shared_ptr<Exchange>, std::function<void(bool)>> start_exchange(const ApiRequest& r,
@@ -97,6 +98,7 @@ class Server {
   void handle_completion(Endpoint ep, const httplib::Request& req, httplib::Response& res);
   void handle_responses(const httplib::Request& req, httplib::Response& res);
   static bool responses_stream_step(Exchange& ex, ResponseBuilder& b, httplib::DataSink& sink);
+  // With --journal (journaled_requests.cpp):
   void handle_journaled(Endpoint ep, const ApiRequest& r, const ResponseMeta& meta, const httplib::Request& req,
                         httplib::Response& res);
   // Registers a new request; null when its Idempotency-Key is already taken (by `*existing`).
@@ -104,6 +106,8 @@ class Server {
                                           const std::string& key, std::shared_ptr<ResumableRequest>* existing = nullptr);
   // A POST with the Idempotency-Key of a known request is answered by that request.
   bool answer_known_key(const httplib::Request& req, httplib::Response& res);
+  // GET /v1/requests/{id}[/stream].
+  void answer_by_id(const httplib::Request& req, httplib::Response& res);
   // Submits its choices: skip[c] tokens of choice c are in the journal already.
   void submit_resumable(const std::shared_ptr<ResumableRequest>& rr, std::vector<engine::Request> reqs,
                         const std::vector<int64_t>& skip);
@@ -123,9 +127,7 @@ class Server {
   // its handler thread from start to end.
   std::mutex traces_mu_;
   std::unordered_map<const httplib::Request*, std::shared_ptr<Trace>> traces_;
-  std::mutex resumable_mu_;
-  std::unordered_map<std::string, std::shared_ptr<ResumableRequest>> resumable_;  // by response id
-  std::unordered_map<std::string, std::string> idempotency_keys_;                   // key -> response id
+  RequestRegistry resumable_;
   std::atomic<bool> shutting_down_{false};
   std::atomic<int> active_{0};
   int port_ = 0;
