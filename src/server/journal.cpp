@@ -121,7 +121,7 @@ void Journal::rewrite() {
           out.insert(out.end(), rec.begin(), rec.end());
         }
       if (l.entry.ended) {
-        rec = end_record(seq);
+        rec = end_record(seq, l.entry.cancelled);
         out.insert(out.end(), rec.begin(), rec.end());
       }
     }
@@ -179,11 +179,12 @@ void Journal::append(uint64_t seq, size_t stream, int32_t token) {
   pending_tokens_[{seq, stream}].push_back(token);
 }
 
-void Journal::end(uint64_t seq) {
+void Journal::end(uint64_t seq, bool cancelled) {
   std::lock_guard lk(mu_);
   auto it = live_.find(seq);
   if (it == live_.end() || it->second.entry.ended) return;
   it->second.entry.ended = true;
+  it->second.entry.cancelled = cancelled;
   it->second.ended_at = std::chrono::steady_clock::now();
   pending_ends_.push_back(seq);
 }
@@ -207,7 +208,8 @@ void Journal::sync() {
       ++records;
     }
     for (uint64_t seq : pending_ends_) {
-      auto rec = end_record(seq);
+      auto it = live_.find(seq);
+      auto rec = end_record(seq, it != live_.end() && it->second.entry.cancelled);
       out.insert(out.end(), rec.begin(), rec.end());
       ++records;
     }

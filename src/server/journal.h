@@ -53,7 +53,8 @@ class Journal {
   uint64_t begin(const std::string& key, const nlohmann::json& meta, size_t streams);
   // Any thread; never waits on the disk. Unknown numbers and streams are ignored.
   void append(uint64_t seq, size_t stream, int32_t token);
-  void end(uint64_t seq);
+  // `cancelled`: ended by its client's cancellation (not to be resumed).
+  void end(uint64_t seq, bool cancelled = false);
   // Writes and fsyncs what is buffered now (the sync thread's work, on demand).
   void sync();
   JournalStats stats();

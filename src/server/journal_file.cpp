@@ -56,7 +56,9 @@ std::vector<uint8_t> tokens_record(uint64_t seq, size_t stream, std::span<const 
   return journal_record({{"n", seq}, {"s", stream}, {"t", std::vector<int32_t>(tokens.begin(), tokens.end())}});
 }
 
-std::vector<uint8_t> end_record(uint64_t seq) { return journal_record({{"n", seq}, {"e", true}}); }
+std::vector<uint8_t> end_record(uint64_t seq, bool cancelled) {
+  return journal_record(cancelled ? json{{"n", seq}, {"e", true}, {"c", true}} : json{{"n", seq}, {"e", true}});
+}
 
 JournalScan scan_journal(std::span<const uint8_t> bytes) {
   JournalScan out;
@@ -102,7 +104,9 @@ JournalScan scan_journal(std::span<const uint8_t> bytes) {
       if (it == index.end()) return bad(at, "a record for request " + std::to_string(n) + ", never begun");
       JournalEntry& e = out.entries[it->second];
       if (j.contains("e")) {
+        if (j.contains("c") && !j["c"].is_boolean()) return bad(at, "a malformed end record");
         e.ended = true;
+        e.cancelled = j.value("c", false);
       } else {
         if (!is_uint(j, "s") || j["s"].get<uint64_t>() >= e.tokens.size() || !j.contains("t") || !j["t"].is_array())
           return bad(at, "a malformed tokens record");

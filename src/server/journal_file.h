@@ -3,7 +3,7 @@
 // and the payload, one CBOR document:
 //   begin  {"n": seq, "key": caller's id, "meta": caller's JSON, "streams": count}
 //   tokens {"n": seq, "s": stream, "t": [token ids]}   (appended to that stream, in order)
-//   end    {"n": seq, "e": true}
+//   end    {"n": seq, "e": true} or, cancelled by its client, {"n": seq, "e": true, "c": true}
 // Records are only ever appended; a crash can leave a torn last record, and a damaged disk a
 // corrupt one. Reading stops at the first record that is incomplete, fails its CRC, is not
 // CBOR of one of the shapes above, or names a request it has not begun: everything from there
@@ -25,6 +25,7 @@ struct JournalEntry {
   nlohmann::json meta;
   std::vector<std::vector<int32_t>> tokens;  // per stream, in order
   bool ended = false;
+  bool cancelled = false;  // ended by its client's cancellation
 };
 
 struct JournalScan {
@@ -45,7 +46,7 @@ uint32_t crc32(std::span<const uint8_t> bytes);
 std::vector<uint8_t> journal_record(const nlohmann::json& payload);
 std::vector<uint8_t> begin_record(const JournalEntry& e);
 std::vector<uint8_t> tokens_record(uint64_t seq, size_t stream, std::span<const int32_t> tokens);
-std::vector<uint8_t> end_record(uint64_t seq);
+std::vector<uint8_t> end_record(uint64_t seq, bool cancelled = false);
 
 // Parses a journal's bytes; never throws for bad content. An empty file (or one holding a
 // torn magic) is an empty journal with a bad tail of its bytes.

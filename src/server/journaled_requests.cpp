@@ -13,6 +13,18 @@
 #include "text/tokenizer.h"
 
 namespace strata::server {
+namespace {
+
+ApiError needs_journal(const std::string& what) {
+  return ApiError(404, "Requests are kept for " + what + " only with --journal.", "invalid_request_error", "", "not_found");
+}
+
+ApiError unknown_request(const std::string& id) {
+  return ApiError(404, "No request " + id + ": unknown, or finished longer ago than the journal keeps it.",
+                  "invalid_request_error", "", "not_found");
+}
+
+}  // namespace
 
 std::shared_ptr<ResumableRequest> Server::track(const ApiRequest& r, const ResponseMeta& meta, const std::string& body,
                                                 const std::string& key, std::shared_ptr<ResumableRequest>* existing) {
@@ -52,14 +64,9 @@ bool Server::answer_known_key(const httplib::Request& req, httplib::Response& re
 }
 
 void Server::answer_by_id(const httplib::Request& req, httplib::Response& res) {
-  if (!opt_.journal)
-    return send_error(req, res, ApiError(404, "Requests are kept for retrieval only with --journal.",
-                                         "invalid_request_error", "", "not_found"));
+  if (!opt_.journal) return send_error(req, res, needs_journal("retrieval"));
   std::shared_ptr<ResumableRequest> rr = resumable_.by_id(req.matches[1]);
-  if (!rr)
-    return send_error(req, res, ApiError(404, "No request " + std::string(req.matches[1]) +
-                                                  ": unknown, or finished longer ago than the journal keeps it.",
-                                         "invalid_request_error", "", "not_found"));
+  if (!rr) return send_error(req, res, unknown_request(req.matches[1]));
   std::vector<int64_t> skip;
   try {
     skip = parse_last_event_id(req.get_header_value("Last-Event-ID"), rr->echo.size());
@@ -68,6 +75,31 @@ void Server::answer_by_id(const httplib::Request& req, httplib::Response& res) {
   }
   name_trace(req, rr->meta.id);
   serve_resumable(rr, req.matches[2].length() > 0, std::move(skip), req, res);
+}
+
+void Server::cancel_by_id(const httplib::Request& req, httplib::Response& res) {
+  if (!opt_.journal) return send_error(req, res, needs_journal("cancellation"));
+  std::shared_ptr<ResumableRequest> rr = resumable_.by_id(req.matches[1]);
+  if (!rr) return send_error(req, res, unknown_request(req.matches[1]));
+  name_trace(req, rr->meta.id);
+  std::vector<uint64_t> ids;
+  {
+    std::lock_guard lk(rr->mu);
+    if (rr->finished < rr->events.size()) {
+      rr->cancelled = true;  // choices submitted from now on are cancelled by submit_resumable
+      ids = rr->engine_ids;
+    }
+  }
+  for (uint64_t id : ids) backend_.cancel(id);  // finished ids are ignored by the engine
+  // The answer says how it ended: cancelled, or finished before the cancellation reached it.
+  {
+    std::unique_lock lk(rr->mu);
+    if (!rr->cv.wait_for(lk, std::chrono::seconds(30), [&] { return rr->finished == rr->events.size(); }))
+      return send_error(req, res, internal_error("the request did not end within 30 s of its cancellation"));
+  }
+  res.set_content(dump_json({{"id", rr->meta.id}, {"object", "request"},
+                             {"status", rr->ended_by_cancel() ? "cancelled" : "finished"}}),
+                  "application/json");
 }
 
 void Server::submit_resumable(const std::shared_ptr<ResumableRequest>& rr, std::vector<engine::Request> reqs,
@@ -81,9 +113,18 @@ void Server::submit_resumable(const std::shared_ptr<ResumableRequest>& rr, std::
       ids.push_back(backend_.submit(std::move(reqs[c]), [this, rr, c, j, sk](const engine::Event& e) {
         const auto [index, done] = rr->add(c, e);
         if (index >= sk) j->append(rr->journal_seq, c, e.token);
-        // Cancelled by a shutdown: left unfinished in the journal, to be resumed at the next start.
-        if (done && !(e.cancelled && shutting_down_)) j->end(rr->journal_seq);
+        // Cancelled by a shutdown: left unfinished in the journal, to be resumed at the next
+        // start. Cancelled by its client: ended as such, never resumed.
+        if (done && (rr->cancelled || !(e.cancelled && shutting_down_)))
+          j->end(rr->journal_seq, rr->cancelled && rr->ended_by_cancel());
       }));
+      bool cancelled;
+      {
+        std::lock_guard lk(rr->mu);
+        rr->engine_ids.push_back(ids.back());
+        cancelled = rr->cancelled;
+      }
+      if (cancelled) backend_.cancel(ids.back());
     }
   } catch (...) {
     for (uint64_t id : ids) backend_.cancel(id);
@@ -174,6 +215,7 @@ size_t Server::resume_journal() {
   if (!opt_.journal) return 0;
   size_t resumed = 0;
   for (const JournalEntry& e : opt_.journal->recovery().entries) {
+    if (e.cancelled) continue;  // its client cancelled it: not to be computed again
     try {
       const nlohmann::json& m = e.meta;
       const Endpoint ep = m.at("endpoint").get<std::string>() == "chat" ? Endpoint::chat : Endpoint::completions;

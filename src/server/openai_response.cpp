@@ -159,6 +159,11 @@ ChoiceDelta ChoiceBuilder::add(const engine::Event& ev) {
   return d;
 }
 
+void ChoiceBuilder::end_cancelled() {
+  error_.clear();
+  finish_reason_ = "cancelled";
+}
+
 ojson ChoiceBuilder::choice_json() const {
   ojson lp = meta_.top_logprobs >= 0 ? (meta_.endpoint == Endpoint::chat ? ojson{{"content", logprobs_}} : logprobs_)
                                      : ojson(nullptr);

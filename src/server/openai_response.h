@@ -59,6 +59,10 @@ class ChoiceBuilder {
   // finish_reason unset; the caller answers those itself.
   ChoiceDelta add(const engine::Event& ev);
 
+  // A cancelled choice whose client asked for the cancellation: what it had is its answer,
+  // with finish_reason "cancelled" and no error.
+  void end_cancelled();
+
   size_t index() const { return index_; }
   bool finished() const { return finished_; }
   bool cancelled() const { return cancelled_; }

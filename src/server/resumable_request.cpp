@@ -28,6 +28,13 @@ bool ResumableRequest::done() {
   return finished == events.size();
 }
 
+bool ResumableRequest::ended_by_cancel() {
+  std::lock_guard lk(mu);
+  for (const auto& evs : events)
+    if (!evs.empty() && evs.back().cancelled) return true;
+  return false;
+}
+
 std::vector<int64_t> parse_last_event_id(const std::string& header, size_t choices) {
   std::vector<int64_t> out(choices, 0);
   if (header.empty()) return out;
@@ -77,6 +84,7 @@ std::string StreamRenderer::step(std::chrono::milliseconds wait) {
     auto& ch = choices_[c];
     ChoiceDelta d = ch.add(e);
     if (ch.finished()) ++finished_;
+    if (ch.cancelled() && r_.cancelled) ch.end_cancelled(), d.finish_reason = ch.finish_reason();
     if (!ch.error().empty()) {
       out += sse_event(ApiError(500, ch.error(), "server_error").to_json());
       continue;
@@ -114,6 +122,7 @@ ojson render_response(ResumableRequest& r, const Tokenizer& tok) {
   for (size_t c = 0; c < events.size(); ++c) {
     ChoiceBuilder ch(tok, r.meta, c, r.echo[c]);
     for (const auto& e : events[c]) ch.add(e);
+    if (ch.cancelled() && r.cancelled) ch.end_cancelled();
     if (!ch.error().empty()) throw internal_error(ch.error());
     if (c % r.n == 0) prompt += ch.prompt_tokens(), cached += ch.cached_tokens();
     completion += ch.completion_tokens();

@@ -9,6 +9,7 @@
 // not, so a reconnect skips exactly the chunks the client had, per choice. The usage chunk
 // carries "usage" and [DONE] "done".
 #pragma once
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -29,8 +30,13 @@ struct ResumableRequest {
   uint64_t journal_seq = 0;
   std::string body, idempotency_key;  // the POST's body and Idempotency-Key header (may be empty)
 
+  // Cancelled by its client (DELETE /v1/requests/{id}): its cancelled choices end with
+  // finish_reason "cancelled" instead of an error. Set under `mu`, with engine_ids.
+  std::atomic<bool> cancelled{false};
+
   std::mutex mu;
   std::condition_variable cv;
+  std::vector<uint64_t> engine_ids;  // its choices' engine requests, as submitted
   std::vector<std::vector<engine::Event>> events;  // per choice, in order
   std::vector<int64_t> tokens;                     // per choice: token events so far
   size_t finished = 0;
@@ -40,6 +46,8 @@ struct ResumableRequest {
   // tokens (-1 for an event without one) and whether the request has now finished.
   std::pair<int64_t, bool> add(size_t choice, const engine::Event& e);
   bool done();
+  // Once done: whether a choice ended cancelled rather than finished.
+  bool ended_by_cancel();
 };
 
 // Last-Event-ID: per-choice chunk counts (every chunk for "usage" and "done"); empty = none.

@@ -200,6 +200,9 @@ void Server::install_routes() {
   s.Get(R"(/v1/requests/([A-Za-z0-9_-]+)(/stream)?)", [this](const httplib::Request& req, httplib::Response& res) {
     answer_by_id(req, res);
   });
+  s.Delete(R"(/v1/requests/([A-Za-z0-9_-]+))", [this](const httplib::Request& req, httplib::Response& res) {
+    cancel_by_id(req, res);
+  });
   // Introspection: what the engine is running and what waits, with the cache each request holds.
   s.Get("/requests", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(dump_json(requests_json(backend_.requests())), "application/json");
@@ -316,7 +319,10 @@ void Server::log_request(const httplib::Request& req, const httplib::Response& r
     r.cached_tokens = cached;
     bool clean = x.finished == x.events.size();
     for (const auto& evs : x.events) clean = clean && !evs.empty() && evs.back().error.empty() && !evs.back().cancelled;
-    r.outcome = res.status != 200 ? "error" : clean ? "ok" : x.finished < x.events.size() ? "cancelled" : "error";
+    r.outcome = res.status != 200                              ? "error"
+                : clean                                        ? "ok"
+                : x.finished < x.events.size() || x.cancelled ? "cancelled"
+                                                               : "error";
   } else if (req.method == "POST" && (req.path == "/v1/chat/completions" || req.path == "/v1/completions" ||
                                       req.path == "/v1/responses")) {
     r.outcome = "error";

@@ -108,6 +108,8 @@ class Server {
   bool answer_known_key(const httplib::Request& req, httplib::Response& res);
   // GET /v1/requests/{id}[/stream].
   void answer_by_id(const httplib::Request& req, httplib::Response& res);
+  // DELETE /v1/requests/{id}: cancels what still runs of it, answers once it has ended.
+  void cancel_by_id(const httplib::Request& req, httplib::Response& res);
   // Submits its choices: skip[c] tokens of choice c are in the journal already.
   void submit_resumable(const std::shared_ptr<ResumableRequest>& rr, std::vector<engine::Request> reqs,
                         const std::vector<int64_t>& skip);

@@ -7,6 +7,8 @@
 //   answer of a run that was never interrupted: nothing lost, nothing twice.
 // - Some restarts find a torn or corrupt journal tail: it is truncated and reported, and
 //   serving goes on. No run reports a sanitizer error; the last exits cleanly on SIGTERM.
+// - DELETE /v1/requests/{id} cancels a running stream, which ends with finish_reason
+//   "cancelled", and the next start does not compute it again.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, appendFileSync, truncateSync, statSync } from 'node:fs';
@@ -180,6 +182,50 @@ test('SIGKILL at random points: every answer equals the uninterrupted one', { ti
     assert.deepEqual(differ.map((c) => c.req.key), [], differ.map((c) => c.req.key + ':\n' + c.received).join('\n'));
     assert.ok(clients.some((c) => c.attempts > 2), 'requests were interrupted');
     assert.ok(truncations >= 5, 'damaged tails were found: ' + truncations);
+  } finally {
+    if (server && server.proc.exitCode === null && server.proc.signalCode === null) server.proc.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('DELETE cancels a running request and a restart does not compute it again', { timeout: 120000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'strata_cancel_'));
+  const journal = join(dir, 'journal');
+  let server = null;
+  try {
+    server = await startStrataServe(BIN, [...ARGS, '--journal', journal]);
+    const body = JSON.stringify({ model: 'tiny', prompt: 'Cancel me', max_tokens: 4000, temperature: 0, ignore_eos: true,
+      stream: true });
+    const r = await fetch(server.url + '/v1/completions', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
+    assert.equal(r.status, 200);
+    const id = r.headers.get('x-request-id');
+    const reader = r.body.getReader();
+    const dec = new TextDecoder();
+    let text = dec.decode((await reader.read()).value, { stream: true });
+    const del = await fetch(server.url + '/v1/requests/' + id, { method: 'DELETE' });
+    assert.equal(del.status, 200);
+    assert.deepEqual(await del.json(), { id, object: 'request', status: 'cancelled' });
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += dec.decode(value, { stream: true });
+    }
+    assert.match(text, /"finish_reason":"cancelled"/);
+    assert.match(text, /data: \[DONE\]\n\n$/);
+    const whole = await (await fetch(server.url + '/v1/requests/' + id)).json();
+    assert.equal(whole.choices[0].finish_reason, 'cancelled');
+    assert.ok(whole.usage.completion_tokens < 4000, JSON.stringify(whole.usage));
+    server.proc.kill('SIGTERM');
+    assert.equal((await server.exited).code, 0);
+
+    server = await startStrataServe(BIN, [...ARGS, '--journal', journal]);
+    assert.equal((await fetch(server.url + '/v1/requests/' + id)).status, 404);
+    const metrics = await (await fetch(server.url + '/metrics')).text();
+    assert.match(metrics, /strata_generation_tokens_total 0\n/);  // nothing was computed again
+    server.proc.kill('SIGTERM');
+    const { code, err } = await server.exited;
+    assert.equal(code, 0, err);
+    assert.doesNotMatch(err, SANITIZER);
   } finally {
     if (server && server.proc.exitCode === null && server.proc.signalCode === null) server.proc.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });

@@ -80,6 +80,38 @@ TEST(Journal, ReadsBackWhatWasWritten) {
   EXPECT_THROW(Journal{options(t)}, Error);
 }
 
+// A request its client cancelled ends with the mark, which survives the compaction at opening.
+TEST(Journal, ACancelledEndReadsBackAsCancelled) {
+  TempDir t("cancelled");
+  {
+    Journal j(options(t));
+    const uint64_t a = j.begin("a", json::object(), 1), b = j.begin("b", json::object(), 1);
+    j.append(a, 0, 5);
+    j.end(a, true);
+    j.end(b);
+  }
+  for (int open = 0; open < 2; ++open) {  // the second opening reads the first one's rewrite
+    Journal j(options(t));
+    const auto& r = j.recovery();
+    EXPECT_EQ(r.bad_bytes, 0);
+    ASSERT_EQ(r.entries.size(), 2u);
+    EXPECT_TRUE(r.entries[0].ended && r.entries[0].cancelled);
+    EXPECT_EQ(r.entries[0].tokens, (std::vector<std::vector<int32_t>>{{5}}));
+    EXPECT_TRUE(r.entries[1].ended);
+    EXPECT_FALSE(r.entries[1].cancelled);
+  }
+  // A mark that is not a boolean ends the journal there.
+  JournalEntry e;
+  e.seq = 1, e.key = "a", e.tokens.resize(1);
+  std::vector<uint8_t> bytes(kJournalMagic, kJournalMagic + sizeof kJournalMagic);
+  for (const auto& rec : {begin_record(e), journal_record({{"n", 1}, {"e", true}, {"c", 1}})})
+    bytes.insert(bytes.end(), rec.begin(), rec.end());
+  const JournalScan scan = scan_journal(bytes);
+  EXPECT_EQ(scan.problem, "a malformed end record");
+  ASSERT_EQ(scan.entries.size(), 1u);
+  EXPECT_FALSE(scan.entries[0].ended);
+}
+
 TEST(Journal, TheSyncThreadWritesWithinItsInterval) {
   TempDir t("interval");
   Journal j(options(t));

@@ -162,6 +162,7 @@ class ServerHttp : public ::testing::Test {
       log_.push_back(line);
     };
     configure(o);
+    options_ = o;
     server_ = std::make_unique<Server>(engine_, o);
     port_ = server_->bind();
     thread_ = std::thread([this] { server_->serve(); });
@@ -221,6 +222,7 @@ class ServerHttp : public ::testing::Test {
   }
 
   FakeEngine engine_;
+  ServerOptions options_;
   std::mutex log_mu_;
   std::vector<std::string> log_;
   std::unique_ptr<Server> server_;
@@ -583,6 +585,22 @@ class ServerHttpJournal : public ServerHttp {
     journal_.reset();
     std::filesystem::remove_all(dir_);
   }
+  // Stops the server and starts another on the same journal, as a restart does; returns the
+  // number of requests it resumed.
+  size_t restart() {
+    ServerHttp::TearDown();
+    server_.reset();
+    journal_.reset();
+    JournalOptions jo;
+    jo.dir = dir_.string();
+    journal_ = std::make_unique<Journal>(jo);
+    options_.journal = journal_.get();
+    server_ = std::make_unique<Server>(engine_, options_);
+    const size_t resumed = server_->resume_journal();
+    port_ = server_->bind();
+    thread_ = std::thread([this] { server_->serve(); });
+    return resumed;
+  }
   // The SSE events of a body as (id, data) pairs.
   static std::vector<std::pair<std::string, std::string>> events(const std::string& body) {
     std::vector<std::pair<std::string, std::string>> out;
@@ -676,7 +694,73 @@ TEST_F(ServerHttpJournal, BadIdsKeysAndEventIdsAreAnswered) {
   EXPECT_EQ(c.Get(("/v1/requests/" + id + "/stream").c_str(), {{"Last-Event-ID", "1.1"}})->status, 200);
 }
 
-TEST_F(ServerHttp, RequestsByIdNeedAJournal) { expect_error(client().Get("/v1/requests/chatcmpl-x"), 404); }
+// DELETE /v1/requests/{id}: its engine request is cancelled, its own stream ends with
+// finish_reason "cancelled", later answers say the same, and the journal ends it as cancelled,
+// so a restart does not compute it again.
+TEST_F(ServerHttpJournal, DeleteCancelsARunningRequest) {
+  auto finished = post("/v1/chat/completions", kChat + "}");
+  ASSERT_EQ(finished->status, 200);
+  const std::string finished_id = finished->get_header_value("X-Request-Id");
+  engine_.delay = 20ms;
+  int fd = connect_loopback(port_);
+  ASSERT_GE(fd, 0);
+  const std::string req = post_request(kChat + R"(,"max_tokens":500,"stream":true})", false);
+  ASSERT_EQ(::send(fd, req.data(), req.size(), 0), ssize_t(req.size()));
+  std::string got;
+  auto read_until = [&](const std::string& s) {
+    char buf[4096];
+    while (got.find(s) == std::string::npos) {
+      const ssize_t k = ::recv(fd, buf, sizeof buf, 0);
+      if (k <= 0) return false;
+      got.append(buf, size_t(k));
+    }
+    return true;
+  };
+  ASSERT_TRUE(read_until("w2 "));
+  const size_t at = got.find("X-Request-Id: ");
+  ASSERT_NE(at, std::string::npos) << got;
+  const std::string id = got.substr(at + 14, got.find("\r\n", at) - at - 14);
+  auto c = client();
+  auto del = c.Delete(("/v1/requests/" + id).c_str());
+  ASSERT_TRUE(del);
+  ASSERT_EQ(del->status, 200) << del->body;
+  EXPECT_EQ(ojson::parse(del->body), (ojson{{"id", id}, {"object", "request"}, {"status", "cancelled"}}));
+  EXPECT_EQ(engine_.cancel_count(), 1u);
+  ASSERT_TRUE(read_until("data: [DONE]")) << got;
+  ::close(fd);
+  EXPECT_NE(got.find(R"("finish_reason":"cancelled")"), std::string::npos) << got;
+  EXPECT_EQ(got.find("error"), std::string::npos) << got;
+
+  auto whole = c.Get(("/v1/requests/" + id).c_str());
+  ASSERT_TRUE(whole);
+  ASSERT_EQ(whole->status, 200) << whole->body;
+  const ojson j = ojson::parse(whole->body);
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "cancelled");
+  EXPECT_EQ(j["choices"][0]["message"]["content"].get<std::string>().rfind("w0 w1 w2 ", 0), 0u) << whole->body;
+  EXPECT_LT(j["usage"]["completion_tokens"].get<int64_t>(), 500);
+  EXPECT_NE(log_line({"id=" + id, "path=/v1/requests/" + id, "outcome=cancelled"}), "");
+  // Asked again, and for a request that had finished: how each ended, nothing cancelled anew.
+  del = c.Delete(("/v1/requests/" + id).c_str());
+  ASSERT_TRUE(del);
+  EXPECT_EQ(ojson::parse(del->body)["status"], "cancelled");
+  del = c.Delete(("/v1/requests/" + finished_id).c_str());
+  ASSERT_TRUE(del);
+  EXPECT_EQ(ojson::parse(del->body)["status"], "finished");
+  EXPECT_EQ(engine_.cancel_count(), 1u);
+  expect_error(c.Delete("/v1/requests/chatcmpl-nosuchrequest"), 404);
+  expect_error(c.Delete(("/v1/requests/" + id + "/stream").c_str()), 404);
+
+  // A restart resumes the finished request (to answer it again), not the cancelled one.
+  journal_->sync();
+  EXPECT_EQ(restart(), 1u);
+  EXPECT_EQ(client().Get(("/v1/requests/" + finished_id).c_str())->status, 200);
+  expect_error(client().Get(("/v1/requests/" + id).c_str()), 404);
+}
+
+TEST_F(ServerHttp, RequestsByIdNeedAJournal) {
+  expect_error(client().Get("/v1/requests/chatcmpl-x"), 404);
+  expect_error(client().Delete("/v1/requests/chatcmpl-x"), 404);
+}
 
 }  // namespace
 }  // namespace strata::server
