@@ -86,7 +86,7 @@ HeaderList CorsPolicy::preflight_headers(const std::string& origin, const std::s
     allow(name);
     p = e + 1;
   }
-  h.emplace_back("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+  h.emplace_back("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
   h.emplace_back("Access-Control-Allow-Headers", allowed);
   h.emplace_back("Access-Control-Max-Age", std::to_string(kMaxAgeSeconds));
   if (private_network) h.emplace_back("Access-Control-Allow-Private-Network", "true");

@@ -239,7 +239,7 @@ bool Server::pre_route(const httplib::Request& req, httplib::Response& res) {
   }
   if (req.method == "OPTIONS") {
     if (!cors_.enabled()) {
-      res.set_header("Allow", "GET, POST");
+      res.set_header("Allow", "GET, POST, DELETE");
       send_error(req, res, ApiError(405, "OPTIONS is not served: CORS is off (start the server with --cors-origin ORIGIN).",
                                "invalid_request_error", "", "method_not_allowed"));
       return true;
@@ -251,7 +251,7 @@ bool Server::pre_route(const httplib::Request& req, httplib::Response& res) {
       return true;
     }
     res.status = 204;
-    res.set_header("Allow", "GET, POST, OPTIONS");
+    res.set_header("Allow", "GET, POST, DELETE, OPTIONS");
     for (auto& [k, v] : cors_.preflight_headers(origin, req.get_header_value("Access-Control-Request-Headers"),
                                                 req.get_header_value("Access-Control-Request-Private-Network") == "true"))
       res.set_header(k, v);

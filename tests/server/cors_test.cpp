@@ -53,7 +53,7 @@ TEST(Cors, Preflight) {
   auto h = as_map(p.preflight_headers("http://localhost:3000",
                                       "authorization, X-Stainless-OS,x-stainless-lang, bad header, content-type", false));
   EXPECT_EQ(h["Access-Control-Allow-Origin"], "http://localhost:3000");
-  EXPECT_EQ(h["Access-Control-Allow-Methods"], "GET, POST, OPTIONS");
+  EXPECT_EQ(h["Access-Control-Allow-Methods"], "GET, POST, DELETE, OPTIONS");
   // The usual three, then what the page asked for (each once; not a header name: dropped).
   EXPECT_EQ(h["Access-Control-Allow-Headers"], "Authorization, Content-Type, X-API-Key, X-Stainless-OS, x-stainless-lang");
   EXPECT_EQ(h["Access-Control-Max-Age"], "600");

@@ -459,7 +459,7 @@ TEST_F(ServerHttp, WithoutCorsNoHeadersAndOptionsIs405) {
   httplib::Client anon = client(false);
   auto o = anon.Options("/v1/chat/completions", {{"Origin", "http://app.example"}, {"Access-Control-Request-Method", "POST"}});
   expect_error(o, 405);
-  EXPECT_EQ(o->get_header_value("Allow"), "GET, POST");
+  EXPECT_EQ(o->get_header_value("Allow"), "GET, POST, DELETE");
   EXPECT_FALSE(o->has_header("Access-Control-Allow-Origin"));
   // Without --metrics-public, /metrics needs the key like the API.
   expect_error(anon.Get("/metrics"), 401);
@@ -518,7 +518,7 @@ TEST_F(ServerHttpCors, PreflightNeedsNoKey) {
   EXPECT_EQ(p->status, 204);
   EXPECT_EQ(p->get_header_value("Access-Control-Allow-Origin"), "http://app.example");
   EXPECT_EQ(p->get_header_value_count("Access-Control-Allow-Origin"), 1u);
-  EXPECT_EQ(p->get_header_value("Access-Control-Allow-Methods"), "GET, POST, OPTIONS");
+  EXPECT_EQ(p->get_header_value("Access-Control-Allow-Methods"), "GET, POST, DELETE, OPTIONS");
   EXPECT_EQ(p->get_header_value("Access-Control-Allow-Headers"), "Authorization, Content-Type, X-API-Key, x-stainless-arch");
   EXPECT_EQ(p->get_header_value("Access-Control-Max-Age"), "600");
   EXPECT_TRUE(p->body.empty());
