@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/numerics.h"
+#include "server/journal.h"
 
 namespace strata::server {
 namespace {
@@ -88,6 +89,26 @@ TEST(MetricsText, RendersEngineAndServerMetrics) {
 }
 
 // The profile the process computes with, as an info gauge: a label, value 1, one line.
+TEST(MetricsText, JournalCountersAreWholeNumbers) {
+  JournalStats js;
+  js.bytes = 123456789012, js.records = 7, js.syncs = 3, js.compactions = 0;
+  std::string out;
+  write_journal_metrics(out, js);
+  EXPECT_EQ(out,
+            "# HELP strata_journal_bytes_total bytes appended to the request journal\n"
+            "# TYPE strata_journal_bytes_total counter\n"
+            "strata_journal_bytes_total 123456789012\n"
+            "# HELP strata_journal_records_total records appended to the request journal\n"
+            "# TYPE strata_journal_records_total counter\n"
+            "strata_journal_records_total 7\n"
+            "# HELP strata_journal_syncs_total fsyncs of the request journal\n"
+            "# TYPE strata_journal_syncs_total counter\n"
+            "strata_journal_syncs_total 3\n"
+            "# HELP strata_journal_compactions_total rewrites of the request journal\n"
+            "# TYPE strata_journal_compactions_total counter\n"
+            "strata_journal_compactions_total 0\n");
+}
+
 TEST(MetricsText, NumericsProfileIsAnInfoGauge) {
   ServerMetrics sm;
   for (Numerics n : {Numerics::fast, Numerics::exact}) {
