@@ -21,26 +21,6 @@ namespace {
 // ~6); 4 and 16 measured the same in the exact profile.
 constexpr int64_t kExpertsPerThreadRows = 16;
 
-// A hash layer's experts for one token: its tid2eid row.
-vector<int64_t> hash_experts(const MoeWeights& w, const MoeSpec& s, int64_t token) {
-  if (token < 0 || token >= s.vocab) throw Error("moe: token id " + std::to_string(token) + " out of vocabulary");
-  vector<int64_t> experts;
-  for (int64_t k = 0; k < s.topk; ++k) {
-    // memcpy: safetensors offsets need not be 8-aligned
-    int64_t e;
-    if (w.tid2eid_i64) {
-      std::memcpy(&e, static_cast<const uint8_t*>(w.tid2eid) + (token * s.topk + k) * 8, 8);
-    } else {
-      int32_t v;
-      std::memcpy(&v, static_cast<const uint8_t*>(w.tid2eid) + (token * s.topk + k) * 4, 4);
-      e = v;
-    }
-    if (e < 0 || e >= s.experts) throw Error("moe: tid2eid names expert " + std::to_string(e));
-    experts.push_back(e);
-  }
-  return experts;
-}
-
 // sigmoid or sqrt(softplus) of one gate score (softmax is over all of them: route_scored)
 float activate(const MoeSpec& s, float v) {
   const double x = v;
@@ -85,6 +65,25 @@ vector<float> gate_scores(const MoeWeights& w, const MoeSpec& s, const float* x,
 }
 
 }  // namespace
+
+vector<int64_t> hash_experts(const MoeWeights& w, const MoeSpec& s, int64_t token) {
+  if (token < 0 || token >= s.vocab) throw Error("moe: token id " + std::to_string(token) + " out of vocabulary");
+  vector<int64_t> experts;
+  for (int64_t k = 0; k < s.topk; ++k) {
+    // memcpy: safetensors offsets need not be 8-aligned
+    int64_t e;
+    if (w.tid2eid_i64) {
+      std::memcpy(&e, static_cast<const uint8_t*>(w.tid2eid) + (token * s.topk + k) * 8, 8);
+    } else {
+      int32_t v;
+      std::memcpy(&v, static_cast<const uint8_t*>(w.tid2eid) + (token * s.topk + k) * 4, 4);
+      e = v;
+    }
+    if (e < 0 || e >= s.experts) throw Error("moe: tid2eid names expert " + std::to_string(e));
+    experts.push_back(e);
+  }
+  return experts;
+}
 
 Routing route(const MoeWeights& w, const MoeSpec& s, const float* x, int64_t token) {
   return route_scored(w, s, gate_scores(w, s, x, &token, 1), token);

@@ -28,6 +28,9 @@ struct Routing {
   std::vector<float> weights;    // [topk]
 };
 
+// A hash layer's experts for a token: its tid2eid row, in table order (Error for an id outside
+// the vocabulary or a row naming no expert).
+std::vector<int64_t> hash_experts(const MoeWeights& w, const MoeSpec& s, int64_t token);
 // Routing of one token: x [dim] (bf16 values), token id for hash layers.
 Routing route(const MoeWeights& w, const MoeSpec& s, const float* x, int64_t token);
 // The same from the token's gate scores (x · gateᵀ, fp32, [experts]) computed by the caller.
