@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "cli/bench_expert_parallel.h"
+
 namespace strata::cli {
 
 struct BenchOptions {
@@ -21,6 +23,8 @@ struct BenchOptions {
   std::string indexer_cache = "fp8";  // --indexer-cache: index key storage of the decode states
   std::vector<std::string> numerics;  // --numerics: the profiles to measure, one after another
   std::string json_schema;            // --json-schema: structured output's cost (bench_structured.h)
+  bool expert_parallel = false;       // --ep-ranks: dispatch planning alone (bench_expert_parallel.h)
+  ExpertParallelOptions ep;
 };
 
 // The machine's limits from the probes at the start (0 where --skip-probes).

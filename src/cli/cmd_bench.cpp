@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/bench_expert_parallel.h"
 #include "cli/bench_options.h"
 #include "cli/bench_report.h"
 #include "cli/bench_run.h"
@@ -53,6 +54,13 @@ void print_startup(const nlohmann::ordered_json& u) {
 }
 
 void run_bench(const Opts& o) {
+  // Dispatch planning reads routing tables and times nothing: no probes, no passes.
+  if (o.expert_parallel) {
+    const auto j = bench_expert_parallel(o.model, o.ep);
+    if (o.json) std::printf("%s\n", nlohmann::ordered_json{{"expert_parallel", j}}.dump(2).c_str());
+    else print_expert_parallel(j);
+    return;
+  }
   if (o.threads > 0) kernels::set_num_threads(o.threads);
   BenchMachine machine;
   machine.threads = kernels::num_threads();
@@ -193,8 +201,27 @@ AutoRegister reg([](CLI::App& app) {
   c->add_option("--json-schema", o->json_schema,
                 "also measure decoding under this JSON Schema's grammar at batch 1: step time vs free decoding, and "
                 "the grammar's own work per step (cold and warm)");
+  auto* ep = c->add_option("--ep-ranks", o->ep.ranks,
+                            "instead of timing: plan expert-parallel dispatch over N ranks (DeepSeek-V4) on a Zipf token "
+                            "stream; per hash-routed MoE layer, FP8 bytes per token and the max/mean load of experts and "
+                            "of ranks without and with replicated hot experts")
+                 ->check(CLI::Range(1, 4096));
+  c->add_option("--ep-zipf", o->ep.zipf, "Zipf exponent of the --ep-ranks token stream (default 1.1)")
+      ->check(CLI::Range(0.0, 10.0))
+      ->needs(ep);
+  c->add_option("--ep-tokens", o->ep.tokens, "tokens in the --ep-ranks batch (default 4096)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 26))
+      ->needs(ep);
+  c->add_option("--ep-extra-slots", o->ep.extra_slots,
+                "expert slots per rank beyond its shard for replicas (default an eighth of the shard, at least 1)")
+      ->check(CLI::Range(int64_t(0), int64_t(1) << 20))
+      ->needs(ep);
+  c->add_option("--ep-seed", o->ep.seed, "seed of the --ep-ranks token stream (default 1)")->needs(ep);
   add_numerics_option(*c, o->numerics);
-  c->callback([o] { run_bench(*o); });
+  c->callback([o, ep] {
+    o->expert_parallel = ep->count() > 0;
+    run_bench(*o);
+  });
 });
 
 }  // namespace

@@ -5,12 +5,15 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
 #include "cache/cache_spec.h"
+#include "cli/bench_expert_parallel.h"
 #include "kernels/parallel.h"
 #include "models/deepseek_v4/cache_layout.h"
 #include "models/deepseek_v4/indexer_scratch.h"
@@ -154,6 +157,90 @@ TEST(Bench, StructuredOutputCostAgainstFreeDecoding) {
                         " --skip-probes --prompt-tokens 4 --decode-tokens 4 --json-schema " + shell_quote(tiny.dir + "/none.json"));
   EXPECT_NE(bad.code, 0);
   EXPECT_NE(bad.err.find("cannot open"), std::string::npos) << bad.err;
+}
+
+// --ep-ranks: the hash layers (0-2 of flash-tiny) are planned from the Zipf stream's ids, the
+// score-routed ones listed as not planned; replicas from the batch's own counts lower the
+// busiest rank's load, and the same options print the same report.
+TEST(Bench, ExpertParallelPlanOfTheHashLayers) {
+  test::TinyCheckpoint tiny("bench_ep", 4);
+  const std::string cmd = "bench --model " + shell_quote(tiny.dir) + " --json --ep-ranks 3 --ep-tokens 3000";
+  auto r = run_strata(cmd);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out)["expert_parallel"];
+  const auto c = dsv4::preset_config("flash-tiny");
+  ASSERT_EQ(int64_t(j["layers"].size()), c.num_hidden_layers) << j.dump();
+  auto ru = run_strata(cmd + " --ep-zipf 0");
+  ASSERT_EQ(ru.code, 0) << ru.err;
+  const auto uniform = nlohmann::json::parse(ru.out)["expert_parallel"];
+  EXPECT_EQ(j["slots_per_rank"].get<int64_t>(), 6 + 1);  // 16 experts over 3: shards of 6, 5, 5; one spare
+  for (const auto& L : j["layers"]) {
+    const bool hash = L["layer"].get<int64_t>() < c.num_hash_layers;
+    EXPECT_EQ(L["planned"].get<bool>(), hash) << L.dump();
+    // FP8 rows of hidden_size bytes and an fp32 scale per 128, one per routed expert
+    EXPECT_EQ(L["dispatch_bytes_per_token"].get<int64_t>(), c.num_experts_per_tok * (c.hidden_size + c.hidden_size / 128 * 4));
+    if (!hash) continue;
+    const auto& a = L["without_replication"];
+    EXPECT_DOUBLE_EQ(a["expert_load"]["mean"].get<double>(), 3000.0 * double(c.num_experts_per_tok) / 16);
+    const auto& u = uniform["layers"][L["layer"].get<size_t>()]["without_replication"];
+    EXPECT_GT(a["expert_load"]["max_over_mean"].get<double>(), u["expert_load"]["max_over_mean"].get<double>())
+        << "Zipf ids load their experts more unevenly than uniform ids";
+    // replicas placed from another stream's counts may miss this batch's peak; from the batch's
+    // own counts they lower it
+    for (const char* k : {"with_replication", "with_replication_from_batch"}) {
+      const auto& b = L[k];
+      EXPECT_LE(b["replicas_added"].get<int64_t>(), 3 * 7 - 16) << k << ": the spare slots of 3 ranks of 7";
+      EXPECT_DOUBLE_EQ(b["rank_load"]["mean"].get<double>(), a["rank_load"]["mean"].get<double>()) << k;
+      EXPECT_EQ(b["expert_load"], a["expert_load"]) << k;
+    }
+    const auto& b = L["with_replication_from_batch"];
+    EXPECT_GT(b["replicas_added"].get<int64_t>(), 0);
+    EXPECT_LT(b["rank_load"]["max"].get<double>(), a["rank_load"]["max"].get<double>()) << L.dump();
+    // a token's row goes to each of the 1-3 ranks that hold its experts, once
+    EXPECT_GE(a["rows_sent_per_token"].get<double>(), 1.0);
+    EXPECT_LE(a["rows_sent_per_token"].get<double>(), 3.0);
+  }
+  auto again = run_strata(cmd);
+  EXPECT_EQ(again.out, r.out) << "the stream and the plans depend on the options alone";
+  auto text = run_strata("bench --model " + shell_quote(tiny.dir) + " --ep-ranks 2 --ep-zipf 1.2 --ep-tokens 500");
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("layer 3 (score-routed)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("without replication"), std::string::npos) << text.out;
+  EXPECT_NE(run_strata("bench --model " + shell_quote(tiny.dir) + " --ep-zipf 1.2").code, 0) << "--ep-zipf needs --ep-ranks";
+}
+
+// The bench's token stream: Zipf frequencies (the top id's share is 1 / sum k^-s), the same for
+// a seed, another for another seed.
+TEST(Bench, ZipfTokenStream) {
+  const int64_t vocab = 129280, n = 40000;
+  const double s = 1.1;
+  const auto a = cli::zipf_tokens(vocab, s, n, 9);
+  EXPECT_EQ(a, cli::zipf_tokens(vocab, s, n, 9));
+  const auto b = cli::zipf_tokens(vocab, s, n, 10);
+  EXPECT_NE(a, b);
+  std::map<int64_t, int64_t> counts;
+  for (int64_t t : a) {
+    ASSERT_GE(t, 0);
+    ASSERT_LT(t, vocab);
+    ++counts[t];
+  }
+  int64_t top = 0;
+  for (const auto& [t, k] : counts) top = std::max(top, k);
+  double h = 0;
+  for (int64_t k = 1; k <= vocab; ++k) h += std::pow(double(k), -s);
+  EXPECT_NEAR(double(top) / double(n), 1.0 / h, 0.01);
+  // another seed samples the same language: its most frequent id is the same
+  const auto most = [](const std::map<int64_t, int64_t>& c) {
+    return std::max_element(c.begin(), c.end(), [](const auto& x, const auto& y) { return x.second < y.second; })->first;
+  };
+  std::map<int64_t, int64_t> counts_b;
+  for (int64_t t : b) ++counts_b[t];
+  EXPECT_EQ(most(counts), most(counts_b));
+  EXPECT_GT(top, 0);
+  const auto flat = cli::zipf_tokens(vocab, 0.0, n, 9);  // s = 0: uniform, no id much above n / vocab
+  std::map<int64_t, int64_t> fc;
+  for (int64_t t : flat) ++fc[t];
+  for (const auto& [t, k] : fc) EXPECT_LT(k, 10);
 }
 
 }  // namespace
