@@ -9,6 +9,7 @@ pkgs=(
   nlohmann-json3-dev libcpp-httplib-dev libpcre2-dev libcli11-dev
   chromium  # headless, for the web chat page's test (tests/server/web_chat_test.cpp)
   clang libclang-rt-14-dev  # libFuzzer and the sanitizer runtimes for the fuzz targets (fuzz/)
+  libopenmpi-dev openmpi-bin  # expert parallelism over MPI (src/dist) and its mpirun tests (tests/dist)
 )
 # Node.js and npm run the reference tokenizers and the OpenAI client in tests; a machine
 # that already has them (any version >= 18) keeps its own.

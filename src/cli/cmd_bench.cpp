@@ -14,6 +14,7 @@
 #include "cli/bench_report.h"
 #include "cli/bench_run.h"
 #include "cli/commands.h"
+#include "cli/one_process.h"
 #include "cli/numerics_option.h"
 #include "cli/preload.h"
 #include "core/cpu.h"
@@ -54,6 +55,7 @@ void print_startup(const nlohmann::ordered_json& u) {
 }
 
 void run_bench(const Opts& o) {
+  require_one_process("bench");
   // Dispatch planning reads routing tables and times nothing: no probes, no passes.
   if (o.expert_parallel) {
     const auto j = bench_expert_parallel(o.model, o.ep);

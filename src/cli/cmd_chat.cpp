@@ -12,6 +12,7 @@
 #include "cli/chat_input.h"
 #include "cli/chat_interrupt.h"
 #include "cli/commands.h"
+#include "cli/one_process.h"
 #include "cli/preload.h"
 #include "cli/generation_options.h"
 #include "cli/numerics_option.h"
@@ -83,6 +84,7 @@ bool run_command(const std::string& line, nlohmann::ordered_json& messages, cons
 }
 
 void run_chat(const ChatOpts& o) {
+  require_one_process("chat");
   select_numerics(o.numerics, "chat");
   std::shared_ptr<const models::Model> model = models::load_model(o.model);
   preload_checkpoint(model->checkpoint(), o.model);  // a progress bar while a large checkpoint is read in

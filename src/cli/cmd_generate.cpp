@@ -49,7 +49,9 @@ void run_generate(const Opts& o) {
   }
   select_numerics(o.numerics, "generate");
   std::shared_ptr<const models::Model> model = models::load_model(o.model);
-  preload_checkpoint(model->checkpoint(), o.model);  // a progress bar while a large checkpoint is read in
+  // a progress bar while a large checkpoint is read in; under expert parallelism, this rank's share
+  preload_checkpoint(model->checkpoint(), o.model, 1e9, false,
+                     [&](const std::string& t) { return model->holds_tensor(t); });
   auto tok_ptr = std::make_shared<const Tokenizer>(Tokenizer::load(o.model));
   const Tokenizer& tok = *tok_ptr;
   std::vector<int32_t> prompt;

@@ -11,6 +11,8 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "dist/world.h"
+#include "models/expert_parallel.h"
 #include "core/human_units.h"
 #include "io/safetensors.h"
 #include "models/registry.h"
@@ -23,12 +25,16 @@ AutoRegister reg([](CLI::App& app) {
   auto* c = app.add_subcommand("inspect", "describe a model: layer schedule, parameters, bytes, tensor check");
   static std::string model, config, preset;
   static bool as_json = false;
+  static int ranks = 0;
   auto* m = c->add_option("--model", model, "checkpoint directory");
   auto* f = c->add_option("--config", config, "a config.json file (no weights needed)")->excludes(m);
   c->add_option("--preset", preset, "a named config (make-model's presets; deepseek-v3.2, glm5 ...)")
       ->excludes(m)
       ->excludes(f);
   c->add_flag("--json", as_json, "print one JSON object");
+  c->add_option("--ranks", ranks,
+                "with --model: what each of N expert-parallel ranks reads (default: the ranks of mpirun -np N)")
+      ->check(CLI::Range(1, 4096));
   c->callback([] {
     if (model.empty() && config.empty() && preset.empty())
       throw Error("inspect needs --model DIR, --config FILE or --preset NAME");
@@ -46,6 +52,13 @@ AutoRegister reg([](CLI::App& app) {
       j["checkpoint"] = {{"tensors", ckpt.size()}, {"bytes", ckpt.total_bytes()}, {"ok", r.ok()},
                          {"missing", r.missing}, {"mismatched", r.mismatched}, {"unexpected", r.unexpected}};
       if (!r.ok()) rc = 1;
+      const int n = ranks > 0 ? ranks : dist::size();
+      if (n > 1) {
+        ordered_json shares = ordered_json::array();
+        for (const auto& s : models::rank_shares(ckpt, n))
+          shares.push_back({{"rank", s.rank}, {"first_expert", s.first_expert}, {"experts", s.experts}, {"bytes", s.bytes}});
+        j["checkpoint"]["ranks"] = shares;
+      }
     }
     if (as_json) {
       std::printf("%s\n", j.dump(2).c_str());
@@ -67,6 +80,12 @@ AutoRegister reg([](CLI::App& app) {
         for (auto& x : k["missing"]) std::printf("  missing %s\n", x.get<std::string>().c_str());
         for (auto& x : k["mismatched"]) std::printf("  mismatched %s\n", x.get<std::string>().c_str());
         if (!k["unexpected"].empty()) std::printf("  %zu tensors the model does not use\n", k["unexpected"].size());
+        if (k.contains("ranks"))
+          for (const auto& s : k["ranks"]) {
+            const int64_t first = s["first_expert"].get<int64_t>(), count = s["experts"].get<int64_t>();
+            std::printf("  rank %d: routed experts %lld-%lld (%lld), reads %s\n", s["rank"].get<int>(), (long long)first,
+                        (long long)(first + count - 1), (long long)count, human_bytes(s["bytes"].get<double>()).c_str());
+          }
       }
     }
     set_exit_code(rc);

@@ -10,6 +10,7 @@
 #include "cli/numerics_option.h"
 #include "cli/token_ids.h"
 #include "core/error.h"
+#include "dist/world.h"
 #include "io/npy.h"
 #include "models/registry.h"
 
@@ -47,7 +48,7 @@ void run_logits(const Opts& o) {
     lg = model->decode(*st, ids[size_t(i)]);
     all.insert(all.end(), lg.begin(), lg.end());
   }
-  write_npy(o.out, {1 + n - k, V}, all.data());
+  if (dist::rank() == 0) write_npy(o.out, {1 + n - k, V}, all.data());  // rank 0 writes for an MPI job
   if (o.stats) std::fputs(model->describe_state(*st).c_str(), stdout);
   std::fprintf(stderr, "wrote %s: [%lld, %lld] float32, numerics %s\n", o.out.c_str(), (long long)(1 + n - k),
                (long long)V, std::string(numerics_name(active_numerics())).c_str());

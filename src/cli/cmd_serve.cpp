@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/one_process.h"
 #include "cli/numerics_option.h"
 #include "cli/preload.h"
 #include "core/error.h"
@@ -62,6 +63,7 @@ class EngineBackend final : public server::Backend {
 };
 
 void run_serve(const ServeOpts& o) {
+  require_one_process("serve");
   // Signals are taken by one thread (sigtimedwait below); every thread started from here on
   // inherits the mask. A client that disconnects must not kill the process with SIGPIPE.
   sigset_t sigs;

@@ -4,6 +4,7 @@
 #include <random>
 
 #include "core/error.h"
+#include "dist/world.h"
 
 namespace strata::cli {
 
@@ -25,6 +26,7 @@ SamplingParams GenerationOptions::sampling() const {
     // the engine keys a request by its id, and a CLI run's only request is always id 1.)
     std::random_device rd;
     p.seed = uint64_t(rd()) << 32 | rd();
+    p.seed = dist::broadcast_u64(*p.seed);  // every rank of an MPI job samples alike
   }
   p.validate();
   return p;

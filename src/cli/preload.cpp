@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 
@@ -11,17 +12,47 @@
 namespace strata::cli {
 namespace {
 
-// Reads each file in through its mapping in 64 MB steps, advancing one progress bar.
-void read_in(const std::vector<const MappedFile*>& files, const std::string& title, double min_bytes) {
+// A byte range of one shard to read in.
+struct Span {
+  const MappedFile* file = nullptr;
+  uint64_t offset = 0, length = 0;
+};
+
+// The shard's bytes this process reads: all of it, or its header and the tensors `holds`
+// keeps, neighbours merged into one range.
+std::vector<Span> spans_of(const SafetensorsFile& f, const TensorFilter& holds) {
+  const MappedFile& m = f.mapped();
+  if (!holds) return {{&m, 0, m.size()}};
+  std::vector<std::pair<uint64_t, uint64_t>> kept;  // [begin, end)
+  uint64_t first = m.size();
+  for (const TensorInfo& t : f.tensors()) {
+    first = std::min<uint64_t>(first, t.offset);
+    if (holds(t.name)) kept.push_back({t.offset, t.offset + t.nbytes});
+  }
+  kept.push_back({0, first});  // the header
+  std::sort(kept.begin(), kept.end());
+  std::vector<Span> out;
+  for (const auto& [b, e] : kept) {
+    if (e <= b) continue;
+    if (!out.empty() && b <= out.back().offset + out.back().length)
+      out.back().length = std::max(out.back().length, e - out.back().offset);
+    else
+      out.push_back({&m, b, e - b});
+  }
+  return out;
+}
+
+// Reads the spans in through their files' mappings in 64 MB steps, advancing one progress bar.
+void read_in(const std::vector<Span>& spans, const std::string& title, double min_bytes) {
   uint64_t total = 0, done = 0;
-  for (const MappedFile* m : files) total += m->size();
+  for (const Span& s : spans) total += s.length;
   std::unique_ptr<ProgressBar> bar;
   if (double(total) >= min_bytes) bar = std::make_unique<ProgressBar>(title);
-  const size_t chunk = size_t(64) << 20;
-  for (const MappedFile* m : files) {
-    for (size_t off = 0; off < m->size(); off += chunk) {
-      const size_t n = std::min(chunk, m->size() - off);
-      m->populate(off, n);
+  const uint64_t chunk = uint64_t(64) << 20;
+  for (const Span& s : spans) {
+    for (uint64_t off = 0; off < s.length; off += chunk) {
+      const uint64_t n = std::min(chunk, s.length - off);
+      s.file->populate(size_t(s.offset + off), size_t(n));
       done += n;
       if (bar) bar->update(done, total);
     }
@@ -29,29 +60,49 @@ void read_in(const std::vector<const MappedFile*>& files, const std::string& tit
   if (bar) bar->finish();
 }
 
+std::vector<Span> spans_of_files(const SafetensorsCheckpoint& ckpt, const std::vector<const MappedFile*>& files,
+                                 const TensorFilter& holds) {
+  std::vector<Span> out;
+  for (const auto& f : ckpt.files())
+    if (std::find(files.begin(), files.end(), &f->mapped()) != files.end())
+      for (const Span& s : spans_of(*f, holds)) out.push_back(s);
+  return out;
+}
+
 }  // namespace
 
-PreloadResult preload_checkpoint(const SafetensorsCheckpoint& ckpt, const std::string& label, double min_bytes, bool force) {
+PreloadResult preload_checkpoint(const SafetensorsCheckpoint& ckpt, const std::string& label, double min_bytes, bool force,
+                                 const TensorFilter& holds) {
   PreloadResult r;
   std::vector<const MappedFile*> files;
   for (const auto& f : ckpt.files()) {
     files.push_back(&f->mapped());
-    r.bytes += f->mapped().size();
+    for (const Span& s : spans_of(*f, holds)) r.bytes += s.length;
   }
   const double ram = double(::sysconf(_SC_PHYS_PAGES)) * double(::sysconf(_SC_PAGESIZE));
   if (!force && double(r.bytes) > 0.75 * ram) return r;
-  read_in(files, "loading " + label, min_bytes);
+  read_in(spans_of_files(ckpt, files, holds), "loading " + label, min_bytes);
   r.read_in = true;
 
   // Shards mapped mostly in small pages: cached in small folios by an earlier plain read.
+  // A shard read in part (expert parallelism) can have at most its spans' whole 2 MB pages.
   std::vector<const MappedFile*> small;
-  for (const MappedFile* m : files)
-    if (m->huge_mappable_bytes() > 0 && m->huge_mapped_bytes() < m->huge_mappable_bytes() / 10 * 9) small.push_back(m);
+  for (const auto& f : ckpt.files()) {
+    const MappedFile* m = &f->mapped();
+    uint64_t mappable = 0;
+    for (const Span& sp : spans_of(*f, holds)) {
+      const uint64_t page = MappedFile::kHugePage;
+      const uint64_t b = (sp.offset + page - 1) / page * page, e = (sp.offset + sp.length) / page * page;
+      if (e > b) mappable += e - b;
+    }
+    mappable = std::min<uint64_t>(mappable, m->huge_mappable_bytes());
+    if (mappable > 0 && m->huge_mapped_bytes() < mappable / 10 * 9) small.push_back(m);
+  }
   if (!small.empty()) {
     // One shard first: where the kernel or filesystem cannot cache files in 2 MB folios, a
     // second read gains nothing, so the others are left as they are.
     small.front()->recache_in_huge_pages();
-    read_in({small.front()}, "caching " + label + " in 2 MB pages", min_bytes);
+    read_in(spans_of_files(ckpt, {small.front()}, holds), "caching " + label + " in 2 MB pages", min_bytes);
     r.recached_bytes += small.front()->size();
     if (small.front()->huge_mapped_bytes() > 0) {
       small.erase(small.begin());
@@ -59,7 +110,7 @@ PreloadResult preload_checkpoint(const SafetensorsCheckpoint& ckpt, const std::s
         m->recache_in_huge_pages();
         r.recached_bytes += m->size();
       }
-      read_in(small, "caching " + label + " in 2 MB pages", min_bytes);
+      read_in(spans_of_files(ckpt, small, holds), "caching " + label + " in 2 MB pages", min_bytes);
     }
   }
   for (const MappedFile* m : files) {

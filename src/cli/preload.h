@@ -2,6 +2,7 @@
 // the weights are mmap'd, so without this the first tokens pay for every page fault.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "io/safetensors.h"
@@ -24,8 +25,11 @@ struct PreloadResult {
 // then caches it in 2 MB folios, for this process and every later one. Skipped (read_in false)
 // when the checkpoint is larger than 3/4 of physical memory, unless `force`: reading it all
 // would evict itself.
+// `holds`: the tensors this process reads (Model::holds_tensor); under expert parallelism the
+// other ranks' experts are left unread, and the result counts only what was read.
+using TensorFilter = std::function<bool(const std::string& tensor)>;
 PreloadResult preload_checkpoint(const SafetensorsCheckpoint& ckpt, const std::string& label, double min_bytes = 1e9,
-                                 bool force = false);
+                                 bool force = false, const TensorFilter& holds = {});
 
 // Reads every 64-byte line of every shard once, on the worker threads, and returns the seconds it
 // took. A benchmark's warm-up: on a virtual machine the host may hold a guest page that nothing

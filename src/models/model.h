@@ -62,6 +62,11 @@ class Model {
   int64_t max_positions() const { return facts().max_positions; }
   // The mappings the weights point into.
   virtual const SafetensorsCheckpoint& checkpoint() const = 0;
+  // Whether this process reads the tensor: false for routed experts other ranks run under
+  // expert parallelism (their pages are never read in here).
+  virtual bool holds_tensor(const std::string& name) const { return true; }
+  // Whether its routed experts can be spread over the ranks of an MPI job.
+  virtual bool expert_parallel() const { return false; }
 
   // An empty state whose caches follow model_config().cache_layout(o) (with o.include_mtp,
   // the MTP block's too; a state always holds it, bound to the pool only when the layout has it).

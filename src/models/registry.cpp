@@ -9,6 +9,7 @@
 #include "models/dsa/architecture.h"
 #include "models/gemma4/architecture.h"
 #include "models/qwen3_5/architecture.h"
+#include "models/rank_agreement.h"
 
 namespace strata::models {
 
@@ -69,7 +70,9 @@ std::unique_ptr<ModelConfig> load_config(const std::string& dir_or_file) {
 
 std::unique_ptr<Model> load_model(const std::string& dir) {
   const std::string path = config_path(dir);
-  return architecture_of(read_json_file(path), path).load(dir);
+  std::unique_ptr<Model> m = architecture_of(read_json_file(path), path).load(dir);
+  require_same_model_on_all_ranks(path, *m);
+  return m;
 }
 
 std::vector<std::string> preset_names() {

@@ -1,5 +1,7 @@
 #include "models/deepseek_v4/model.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "core/huge_buffer.h"
 #include "core/numfmt.h"
@@ -7,6 +9,8 @@
 #include "models/deepseek_v4/indexer_scratch.h"
 #include "models/deepseek_v4/synthetic_state.h"
 #include "models/deepseek_v4/tensors.h"
+#include "models/expert_parallel.h"
+#include "dist/world.h"
 
 namespace strata::dsv4 {
 
@@ -19,6 +23,15 @@ std::unique_ptr<Model> Model::load(const std::string& dir) {
   return std::make_unique<Model>(std::move(c), std::move(ck));
 }
 
+bool Model::holds_tensor(const std::string& name) const {
+  const auto e = models::routed_expert_of(name, ".ffn.experts.");
+  if (!e || w_.layers.empty() || *e >= cfg_.n_routed_experts) return true;
+  const auto& p = w_.layers.front().ffn.placement;  // every layer's is the same
+  if (models::all_local(p)) return true;
+  const auto& h = p.holders[size_t(*e)];
+  return std::find(h.begin(), h.end(), dist::rank()) != h.end();
+}
+
 SequenceState& state_of(models::Sequence& s) {
   auto* st = dynamic_cast<SequenceState*>(&s);
   if (!st) throw Error("forward: sequence state does not belong to this model");
@@ -29,6 +42,8 @@ const SequenceState& state_of(const models::Sequence& s) { return state_of(const
 
 Model::Model(Config c, SafetensorsCheckpoint ckpt) : arch_(std::move(c)), ckpt_(std::move(ckpt)), cfg_(arch_.config()) {
   w_ = bind_weights(cfg_, ckpt_);
+  for (auto& lw : w_.layers) lw.ffn.placement = models::placement_at_load(cfg_.n_routed_experts);
+  for (auto& m : w_.mtp) m.block.ffn.placement = models::placement_at_load(cfg_.n_routed_experts);
   const auto& y = cfg_.rope_scaling;
   rope_window_ = kernels::RopeTable(cfg_.qk_rope_head_dim, cfg_.rope_theta, kernels::YarnParams{});
   kernels::YarnParams yp{y.factor, y.factor > 1.0 ? y.original_max_position_embeddings : 0, y.beta_fast, y.beta_slow};

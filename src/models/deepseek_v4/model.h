@@ -38,6 +38,9 @@ class Model final : public models::Model {
   // --- models::Model ---
   const models::ModelConfig& model_config() const override { return arch_; }
   const SafetensorsCheckpoint& checkpoint() const override { return ckpt_; }
+  // Under expert parallelism: every tensor but the routed experts other ranks run.
+  bool holds_tensor(const std::string& name) const override;
+  bool expert_parallel() const override { return true; }
   std::unique_ptr<models::Sequence> new_sequence(const models::CacheOptions& o = {}) const override;
   std::unique_ptr<models::Workspace> workspace(void* memory, int64_t bytes, int64_t max_context,
                                                int64_t parts) const override;

@@ -5,6 +5,8 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "dist/world.h"
+#include "models/expert_parallel.h"
 #include "core/numfmt.h"
 #include "kernels/linear.h"
 #include "kernels/parallel.h"
@@ -169,12 +171,30 @@ void moe_forward(const MoeWeights& w, const MoeSpec& s, const float* x, const in
     if (j.members.empty()) continue;
     jobs.push_back(std::move(j));
   }
+  // Under expert parallelism this rank runs its share of each expert's rows (all of them in
+  // one process); the others' outputs arrive in gather_expert_outputs below.
+  const int rank = dist::rank();
+  const auto mine = [&](const ExpertJob& j, size_t i) {
+    return models::all_local(w.placement) || models::computing_rank(w.placement, j.e, int64_t(i)) == rank;
+  };
   const auto run_job = [&](ExpertJob& j) {
-    const int64_t n = int64_t(j.members.size());
-    vector<float> xin(size_t(n * d));
-    j.out.resize(size_t(n * d));
-    for (int64_t i = 0; i < n; ++i) std::copy_n(x + j.members[size_t(i)] * d, d, xin.data() + i * d);
-    expert_forward(w.experts[size_t(j.e)], s, xin.data(), n, j.wts.data(), j.out.data());
+    j.out.resize(j.members.size() * size_t(d));
+    vector<size_t> local;
+    for (size_t i = 0; i < j.members.size(); ++i)
+      if (mine(j, i)) local.push_back(i);
+    const int64_t n = int64_t(local.size());
+    if (n == 0) return;
+    vector<float> xin(size_t(n * d)), wts(static_cast<size_t>(n)), part;
+    for (int64_t i = 0; i < n; ++i) {
+      std::copy_n(x + j.members[local[size_t(i)]] * d, d, xin.data() + i * d);
+      wts[size_t(i)] = j.wts[local[size_t(i)]];
+    }
+    const bool whole = n == int64_t(j.members.size());
+    if (!whole) part.resize(size_t(n * d));
+    float* o = whole ? j.out.data() : part.data();
+    expert_forward(w.experts[size_t(j.e)], s, xin.data(), n, wts.data(), o);
+    if (!whole)
+      for (int64_t i = 0; i < n; ++i) std::copy_n(o + i * d, d, j.out.data() + local[size_t(i)] * size_t(d));
   };
   // Experts of a few rows (every expert in decode, most in a short prefill): whole experts, one
   // per thread, each streaming its own weights with no hand-off between its three products (each
@@ -193,6 +213,11 @@ void moe_forward(const MoeWeights& w, const MoeSpec& s, const float* x, const in
   kernels::parallel_for_dynamic(int64_t(few_rows.size()), 1, 1, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) run_job(*few_rows[size_t(i)]);
   });
+  if (!models::all_local(w.placement)) {
+    vector<models::ExpertJob> shares;
+    for (auto& j : jobs) shares.push_back({j.e, int64_t(j.members.size()), j.out.data()});
+    models::gather_expert_outputs(w.placement, rank, shares, d);
+  }
   for (const auto& j : jobs)
     for (size_t i = 0; i < j.members.size(); ++i)
       for (int64_t c = 0; c < d; ++c) y[size_t(j.members[i] * d + c)] += j.out[i * size_t(d) + size_t(c)];

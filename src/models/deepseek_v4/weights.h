@@ -14,6 +14,7 @@
 #include "io/safetensors.h"
 #include "kernels/linear.h"
 #include "models/deepseek_v4/config.h"
+#include "models/expert_placement.h"
 
 namespace strata::dsv4 {
 
@@ -59,6 +60,8 @@ struct MoeWeights {
   bool tid2eid_i64 = true;
   std::vector<ExpertWeights> experts;
   ExpertWeights shared;
+  // The ranks that run each routed expert (models/expert_parallel.h); one rank: all here.
+  models::ExpertPlacement placement;
 };
 
 struct HcWeights {
