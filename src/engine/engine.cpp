@@ -678,8 +678,8 @@ bool Engine::Impl::step() {
       else ++it;
     cancels.clear();
   }
-  for (auto& r : ended_cancelled) finish(r, r->end_event(true, ""), false);
-  for (auto& r : ended_running) finish(r, r->end_event(true, ""), true);
+  for (auto& r : ended_cancelled) finish(r, r->cancel_event(), false);
+  for (auto& r : ended_running) finish(r, r->cancel_event(), true);
   {
     std::unique_lock lk(mu);
     const bool idle = waiting.empty() && running.empty();

@@ -61,7 +61,7 @@ struct Event {
   std::string text;                         // detokenized text made final by this event (stop strings removed)
   std::optional<SampledLogprobs> logprobs;  // when requested
   FinishReason finish = FinishReason::none; // set on the last event
-  bool cancelled = false;                   // finished because of cancel() or shutdown
+  bool cancelled = false;                   // finished because of cancel() or shutdown (text: what was held back)
   std::string error;                        // finished because of an error (e.g. out of memory for this request)
   int64_t prompt_tokens = 0, generated_tokens = 0, cached_prompt_tokens = 0;  // usage, on the last event
   // Speculative decoding, on the last event: verification rounds, drafted and accepted tokens.

@@ -119,4 +119,10 @@ Event RequestState::end_event(bool cancelled, std::string error) const {
   return ev;
 }
 
+Event RequestState::cancel_event() {
+  Event ev = end_event(true, "");
+  if (!stops.stopped()) ev.text = stops.feed(decoder.flush()).emit + stops.flush();
+  return ev;
+}
+
 }  // namespace strata::engine

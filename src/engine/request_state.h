@@ -72,6 +72,10 @@ struct RequestState {
   std::vector<Event> replay(const std::vector<int32_t>& accepted);
   // The last event of a request that did not finish by itself.
   Event end_event(bool cancelled, std::string error) const;
+  // The last event of a cancelled request: it carries the text held back so far (a partial
+  // stop string, an incomplete character), released as a length finish releases it, so that
+  // the events' text adds up to everything generated.
+  Event cancel_event();
 };
 
 }  // namespace strata::engine

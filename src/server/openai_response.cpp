@@ -159,9 +159,14 @@ ChoiceDelta ChoiceBuilder::add(const engine::Event& ev) {
   return d;
 }
 
-void ChoiceBuilder::end_cancelled() {
+ChoiceDelta ChoiceBuilder::end_cancelled() {
+  ChoiceDelta d;
   error_.clear();
-  finish_reason_ = "cancelled";
+  if (parser_ && !raw_) parse({}, d, /*at_end=*/true);
+  reasoning_ += d.reasoning;
+  content_ += d.content;
+  finish_reason_ = d.finish_reason = "cancelled";
+  return d;
 }
 
 ojson ChoiceBuilder::choice_json() const {

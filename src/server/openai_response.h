@@ -60,8 +60,9 @@ class ChoiceBuilder {
   ChoiceDelta add(const engine::Event& ev);
 
   // A cancelled choice whose client asked for the cancellation: what it had is its answer,
-  // with finish_reason "cancelled" and no error.
-  void end_cancelled();
+  // with finish_reason "cancelled" and no error. Returns the text the output parser still held
+  // (a partial marker), released as a length finish releases it, with the finish reason.
+  ChoiceDelta end_cancelled();
 
   size_t index() const { return index_; }
   bool finished() const { return finished_; }

@@ -8,6 +8,17 @@ namespace {
 
 bool is_last(const engine::Event& e) { return e.finish != FinishReason::none || e.cancelled || !e.error.empty(); }
 
+// The cancelled event's delta followed by what ending it released.
+ChoiceDelta merged(ChoiceDelta d, ChoiceDelta end) {
+  d.reasoning += end.reasoning;
+  d.content += end.content;
+  if (d.tool_calls.empty()) d.first_tool_index = end.first_tool_index;
+  d.tool_calls.insert(d.tool_calls.end(), end.tool_calls.begin(), end.tool_calls.end());
+  d.tool_call_ids.insert(d.tool_call_ids.end(), end.tool_call_ids.begin(), end.tool_call_ids.end());
+  d.finish_reason = end.finish_reason;
+  return d;
+}
+
 }  // namespace
 
 std::pair<int64_t, bool> ResumableRequest::add(size_t choice, const engine::Event& e) {
@@ -84,7 +95,7 @@ std::string StreamRenderer::step(std::chrono::milliseconds wait) {
     auto& ch = choices_[c];
     ChoiceDelta d = ch.add(e);
     if (ch.finished()) ++finished_;
-    if (ch.cancelled() && r_.cancelled) ch.end_cancelled(), d.finish_reason = ch.finish_reason();
+    if (ch.cancelled() && r_.cancelled) d = merged(std::move(d), ch.end_cancelled());
     if (!ch.error().empty()) {
       out += sse_event(ApiError(500, ch.error(), "server_error").to_json());
       continue;

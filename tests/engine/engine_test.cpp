@@ -402,6 +402,47 @@ TEST(Engine, CancelWhileWaiting) {
   EXPECT_TRUE(c.out[b].tokens.empty());
 }
 
+// A cancellation that lands while a stop string's prefix is held back releases that text on
+// the last event, as a length finish would: the events' text is everything generated.
+TEST(Engine, CancelReleasesTheTextHeldForAStopString) {
+  auto& s = shared();
+  EngineOptions opt;
+  opt.max_context = 512;
+  Engine eng(s.model, s.tok, opt);
+  Request r = long_request(0, 6);
+  Collector first;
+  const uint64_t first_id = eng.submit(r, first.callback());
+  first.wait_all(1);
+  const Outcome alone = first.out[first_id];
+  ASSERT_EQ(alone.tokens.size(), 6u);
+  std::string first3;
+  for (size_t i = 0; i < 3; ++i) first3 += alone.texts[i];
+  ASSERT_FALSE(first3.empty());
+  // Every prefix of the six tokens' text is a prefix of the stop string: the matcher holds it all.
+  r.sampling.stop = {alone.text + "\x01"};
+  r.sampling.max_tokens = 400;
+  Collector c;
+  auto inner = c.callback();
+  std::atomic<int> tokens{0};
+  uint64_t id = 0;
+  std::promise<uint64_t> id_known;
+  auto known = id_known.get_future().share();
+  id = eng.submit(r, [&, known](const Event& e) {
+    inner(e);
+    // After the third token, before the next step samples a fourth.
+    if (e.kind == EventKind::token && tokens.fetch_add(1) == 2) eng.cancel(known.get());
+  });
+  id_known.set_value(id);
+  c.wait_all(1);
+  const Outcome& o = c.out[id];
+  ASSERT_TRUE(o.cancelled);
+  ASSERT_GE(o.tokens.size(), 3u);
+  ASSERT_LT(o.tokens.size(), 6u);
+  EXPECT_EQ(o.tokens, std::vector<int32_t>(alone.tokens.begin(), alone.tokens.begin() + long(o.tokens.size())));
+  EXPECT_EQ(o.text.rfind(first3, 0), 0u) << o.text;
+  EXPECT_EQ(alone.text.rfind(o.text, 0), 0u) << o.text;
+}
+
 TEST(Engine, QueueFullBeyondMaxQueue) {
   auto& s = shared();
   EngineOptions opt;

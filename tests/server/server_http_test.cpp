@@ -31,12 +31,14 @@ namespace {
 using namespace std::chrono_literals;
 using ojson = nlohmann::ordered_json;
 
-// Emits max_tokens tokens ("w0 ", "w1 ", ...) `delay` apart on its own thread per request,
-// then finish = length; a cancelled request ends with cancelled = true.
+// Emits max_tokens tokens ("w0 ", "w1 ", ... or `texts`) `delay` apart on its own thread per
+// request, then finish = length; a cancelled request ends with cancelled = true.
 class FakeEngine final : public Backend {
  public:
   std::atomic<bool> queue_full{false};
   std::chrono::milliseconds delay{1};
+  std::vector<std::string> texts;      // the first tokens' texts, when set before the request
+  std::atomic<int64_t> stall_at{-1};   // from this token on, emits nothing until cancelled
 
   ~FakeEngine() override {
     for (auto& t : threads_) t.join();
@@ -47,14 +49,16 @@ class FakeEngine final : public Backend {
     std::lock_guard lk(mu_);
     const uint64_t id = ++next_;
     submitted_.push_back(r);
-    threads_.emplace_back([this, id, r, cb] {
+    threads_.emplace_back([this, id, r, cb, own = texts] {
       const int64_t n = std::min<int64_t>(r.sampling.max_tokens.value_or(4), 1000);
       for (int64_t i = 0; i < n; ++i) {
         std::this_thread::sleep_for(delay);
+        if (stall_at >= 0 && i >= stall_at)
+          while (!cancelled(id)) std::this_thread::sleep_for(1ms);
         engine::Event e;
         e.request_id = id;
         e.token = int32_t(100 + i);
-        e.text = "w" + std::to_string(i) + " ";
+        e.text = size_t(i) < own.size() ? own[size_t(i)] : "w" + std::to_string(i) + " ";
         if (cancelled(id)) {
           e = engine::Event{};
           e.request_id = id;
@@ -759,6 +763,59 @@ TEST_F(ServerHttpJournal, DeleteCancelsARunningRequest) {
   EXPECT_EQ(restart(), 1u);
   EXPECT_EQ(client().Get(("/v1/requests/" + finished_id).c_str())->status, 200);
   expect_error(client().Get(("/v1/requests/" + id).c_str()), 404);
+}
+
+// A choice cancelled while the output parser holds back a partial marker: the held text ends
+// it, as it ends a choice cut off by max_tokens, in its stream and in later answers.
+TEST_F(ServerHttpJournal, DeleteReleasesTheTextTheParserHeld) {
+  engine_.texts = {"w0 ", "w1 <\xef\xbd\x9c" "DSML"};  // "<｜DSML": a tool-call marker's start
+  auto by_length = post("/v1/chat/completions", kChat + R"(,"max_tokens":2})");
+  ASSERT_EQ(by_length->status, 200) << by_length->body;
+  const ojson lj = ojson::parse(by_length->body);
+  ASSERT_EQ(lj["choices"][0]["finish_reason"], "length");
+  const std::string text = lj["choices"][0]["message"]["content"];
+  ASSERT_NE(text.find("DSML"), std::string::npos) << text;
+
+  engine_.stall_at = 2;  // nothing after the held text until the cancellation
+  int fd = connect_loopback(port_);
+  ASSERT_GE(fd, 0);
+  const std::string req = post_request(kChat + R"(,"max_tokens":500,"stream":true})", false);
+  ASSERT_EQ(::send(fd, req.data(), req.size(), 0), ssize_t(req.size()));
+  std::string got;
+  auto read_until = [&](const std::string& s) {
+    char buf[4096];
+    while (got.find(s) == std::string::npos) {
+      const ssize_t k = ::recv(fd, buf, sizeof buf, 0);
+      if (k <= 0) return false;
+      got.append(buf, size_t(k));
+    }
+    return true;
+  };
+  ASSERT_TRUE(read_until("w1 "));
+  const size_t at = got.find("X-Request-Id: ");
+  ASSERT_NE(at, std::string::npos) << got;
+  const std::string id = got.substr(at + 14, got.find("\r\n", at) - at - 14);
+  auto c = client();
+  auto del = c.Delete(("/v1/requests/" + id).c_str());
+  ASSERT_TRUE(del);
+  ASSERT_EQ(del->status, 200) << del->body;
+  ASSERT_TRUE(read_until("data: [DONE]")) << got;
+  ::close(fd);
+  std::string streamed, finish;
+  for (const auto& [eid, data] : events(got.substr(got.find("\r\n\r\n")))) {
+    if (eid == "done") continue;
+    const ojson ch = ojson::parse(data)["choices"][0];
+    streamed += ch["delta"].value("content", std::string());
+    if (!ch["finish_reason"].is_null()) finish = ch["finish_reason"];
+  }
+  EXPECT_EQ(streamed, text) << got;
+  EXPECT_EQ(finish, "cancelled");
+  auto whole = c.Get(("/v1/requests/" + id).c_str());
+  ASSERT_TRUE(whole);
+  ASSERT_EQ(whole->status, 200) << whole->body;
+  const ojson j = ojson::parse(whole->body);
+  EXPECT_EQ(j["choices"][0]["message"]["content"], text);
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "cancelled");
 }
 
 TEST_F(ServerHttp, RequestsByIdNeedAJournal) {
