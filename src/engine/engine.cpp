@@ -220,6 +220,23 @@ std::vector<RequestInfo> Engine::requests() const {
   return out;
 }
 
+std::vector<Event> Engine::replay(Request r) const {
+  auto& I = *impl_;
+  const int64_t n = int64_t(r.prompt.size());
+  if (n == 0) throw Error("the prompt is empty");
+  const int32_t vocab = int32_t(I.model->vocab_size());
+  for (int32_t id : r.prompt)
+    if (id < 0 || id >= vocab)
+      throw Error("prompt token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(vocab) +
+                  ")");
+  r.sampling.validate();
+  if (!r.sampling.max_tokens) r.sampling.max_tokens = I.max_context - n;  // as submit()
+  // A grammar only constrains the draw: which token ends the request does not depend on it.
+  r.sampling.structured.reset();
+  RequestState st(r.id, 0, std::move(r.prompt), r.sampling, vocab, I.eos, *I.tok, {});
+  return st.replay_to_end(r.accepted);
+}
+
 uint64_t Engine::submit(Request r, EventCallback on_event) {
   auto& I = *impl_;
   const int64_t n = int64_t(r.prompt.size());

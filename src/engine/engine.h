@@ -132,6 +132,12 @@ class Engine {
   // (empty prompt, out-of-vocab id, prompt + max_tokens beyond max_context, bad sampling
   // params) and QueueFull when the queue is full. Never blocks on the forward pass.
   uint64_t submit(Request r, EventCallback on_event);
+  // The events a request delivered when it ran, from the tokens it generated (r.accepted),
+  // without computing anything: each token's text, the finish of the token that ended it (the
+  // last), or, when they stop short of an end, a cancelled last event releasing the held-back
+  // text. No logprobs. Throws strata::Error as submit() does for invalid input, and when a
+  // token before the last would have ended it.
+  std::vector<Event> replay(Request r) const;
   // Cancels a waiting or running request: its cache is freed before the next step; its last
   // event has cancelled = true. Unknown or finished ids are ignored.
   void cancel(uint64_t request_id);

@@ -80,27 +80,55 @@ Event RequestState::on_logits(std::vector<float>& logits, int32_t tok_vocab, Sam
   return ev;
 }
 
+Event RequestState::replay_one(int32_t t) {
+  // EOS and stop tokens have no text; the token that reaches max_tokens has.
+  FinishReason f = sampler.append(t);
+  Event ev;
+  ev.request_id = id;
+  ev.token = t;
+  if (f != FinishReason::stop) {
+    auto m = stops.feed(decoder.push(t));
+    ev.text = std::move(m.emit);
+    if (m.stopped) f = FinishReason::stop;
+  }
+  tokens.push_back(t);
+  ev.finish = f;
+  return ev;
+}
+
 std::vector<Event> RequestState::replay(const std::vector<int32_t>& accepted) {
   std::vector<Event> out;
   out.reserve(accepted.size());
   for (int32_t t : accepted) {
-    // As sample_step, minus the draw: EOS and stop tokens have no text.
-    FinishReason f = sampler.append(t);
-    Event ev;
-    ev.request_id = id;
-    ev.token = t;
-    if (f == FinishReason::none) {
-      auto m = stops.feed(decoder.push(t));
-      ev.text = std::move(m.emit);
-      if (m.stopped) f = FinishReason::stop;
-    }
-    tokens.push_back(t);
-    if (f != FinishReason::none)
+    out.push_back(replay_one(t));
+    if (out.back().finish != FinishReason::none)
       throw Error("the accepted tokens end the request at token " + std::to_string(generated()) + " of " +
                   std::to_string(accepted.size()));
-    out.push_back(std::move(ev));
   }
   first_token_done = generated() > 0;
+  return out;
+}
+
+std::vector<Event> RequestState::replay_to_end(const std::vector<int32_t>& generated_tokens) {
+  std::vector<Event> out;
+  out.reserve(generated_tokens.size() + 1);
+  for (int32_t t : generated_tokens) {
+    Event ev = replay_one(t);
+    if (ev.finish == FinishReason::none) {
+      out.push_back(std::move(ev));
+      continue;
+    }
+    if (generated() != int64_t(generated_tokens.size()))
+      throw Error("the tokens end the request at token " + std::to_string(generated()) + " of " +
+                  std::to_string(generated_tokens.size()));
+    if (!stops.stopped()) ev.text += stops.feed(decoder.flush()).emit + stops.flush();  // as sample_step
+    ev.prompt_tokens = prompt_tokens;
+    ev.generated_tokens = generated();
+    ev.cached_prompt_tokens = cached_prompt_tokens;
+    out.push_back(std::move(ev));
+    return out;
+  }
+  out.push_back(cancel_event());
   return out;
 }
 

@@ -70,12 +70,20 @@ struct RequestState {
   // sampled them. Returns their events (token and final text), which it does not deliver.
   // Throws strata::Error when one of them would end it.
   std::vector<Event> replay(const std::vector<int32_t>& accepted);
+  // Advances the request over every token it generated before, the last allowed to end it:
+  // their events as it delivered them, the one that ends it with its finish, usage and
+  // released text as on_logits gives them; tokens that stop short of an end are followed by
+  // cancel_event(). Throws strata::Error when a token before the last ends it.
+  std::vector<Event> replay_to_end(const std::vector<int32_t>& generated);
   // The last event of a request that did not finish by itself.
   Event end_event(bool cancelled, std::string error) const;
   // The last event of a cancelled request: it carries the text held back so far (a partial
   // stop string, an incomplete character), released as a length finish releases it, so that
   // the events' text adds up to everything generated.
   Event cancel_event();
+
+ private:
+  Event replay_one(int32_t token);  // as sample_step, minus the draw
 };
 
 }  // namespace strata::engine

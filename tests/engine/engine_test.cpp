@@ -443,6 +443,61 @@ TEST(Engine, CancelReleasesTheTextHeldForAStopString) {
   EXPECT_EQ(alone.text.rfind(o.text, 0), 0u) << o.text;
 }
 
+// replay(): a run's events from its tokens alone — a finished run's (its finish, usage and
+// flushed text), and a cancelled run's, ended by a cancelled event releasing the held text.
+TEST(Engine, ReplayGivesTheEventsOfARun) {
+  auto& s = shared();
+  EngineOptions opt;
+  opt.max_context = 512;
+  Engine eng(s.model, s.tok, opt);
+  Request r = long_request(0, 6);
+  r.sampling.stop = {"zzzz-never"};
+  Collector c;
+  std::vector<Event> ran;
+  auto inner = c.callback();
+  const uint64_t id = eng.submit(r, [&](const Event& e) {
+    ran.push_back(e);
+    inner(e);
+  });
+  c.wait_all(1);
+  ASSERT_EQ(ran.size(), 6u);
+  auto same = [](const std::vector<Event>& a, const std::vector<Event>& b) {
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      EXPECT_EQ(a[i].token, b[i].token) << i;
+      EXPECT_EQ(a[i].text, b[i].text) << i;
+      EXPECT_EQ(a[i].finish, b[i].finish) << i;
+      EXPECT_EQ(a[i].cancelled, b[i].cancelled) << i;
+      EXPECT_EQ(a[i].prompt_tokens, b[i].prompt_tokens) << i;
+      EXPECT_EQ(a[i].generated_tokens, b[i].generated_tokens) << i;
+    }
+  };
+  Request again = r;
+  again.accepted = c.out[id].tokens;
+  same(eng.replay(again), ran);
+  EXPECT_EQ(ran.back().finish, FinishReason::length);
+
+  // Four of the six: what a cancellation after the fourth token delivers.
+  again.sampling.stop = {c.out[id].text + "\x01"};
+  again.accepted.resize(4);
+  const std::vector<Event> cut = eng.replay(again);
+  ASSERT_EQ(cut.size(), 5u);
+  EXPECT_TRUE(cut.back().cancelled);
+  EXPECT_EQ(cut.back().generated_tokens, 4);
+  std::string text, want;
+  for (const Event& e : cut) text += e.text;
+  for (size_t i = 0; i < 4; ++i) want += ran[i].text;
+  EXPECT_EQ(text.rfind(want, 0), 0u) << text;
+  EXPECT_EQ(cut[0].text, "");  // held for the stop string until the end
+
+  again.accepted = c.out[id].tokens;
+  again.accepted.push_back(again.accepted.back());  // one past max_tokens
+  again.sampling.stop = {};
+  EXPECT_THROW(eng.replay(again), Error);
+  again.prompt.clear();
+  EXPECT_THROW(eng.replay(again), Error);
+}
+
 TEST(Engine, QueueFullBeyondMaxQueue) {
   auto& s = shared();
   EngineOptions opt;
