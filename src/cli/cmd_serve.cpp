@@ -55,6 +55,7 @@ class EngineBackend final : public server::Backend {
   explicit EngineBackend(engine::Engine& e) : e_(e) {}
   uint64_t submit(engine::Request r, engine::EventCallback cb) override { return e_.submit(std::move(r), std::move(cb)); }
   void cancel(uint64_t id) override { e_.cancel(id); }
+  std::vector<engine::Event> replay(engine::Request r) override { return e_.replay(std::move(r)); }
   engine::EngineMetrics metrics() override { return e_.metrics(); }
   std::vector<engine::RequestInfo> requests() override { return e_.requests(); }
 

@@ -14,6 +14,8 @@ class Backend {
   // As engine::Engine::submit: throws strata::Error for invalid input, engine::QueueFull.
   virtual uint64_t submit(engine::Request r, engine::EventCallback on_event) = 0;
   virtual void cancel(uint64_t request_id) = 0;
+  // As engine::Engine::replay: a request's events from the tokens it generated, computing nothing.
+  virtual std::vector<engine::Event> replay(engine::Request r) = 0;
   virtual engine::EngineMetrics metrics() = 0;
   // As engine::Engine::requests. A backend without an engine (a test double) has none.
   virtual std::vector<engine::RequestInfo> requests() { return {}; }

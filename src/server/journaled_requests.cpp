@@ -215,7 +215,6 @@ size_t Server::resume_journal() {
   if (!opt_.journal) return 0;
   size_t resumed = 0;
   for (const JournalEntry& e : opt_.journal->recovery().entries) {
-    if (e.cancelled) continue;  // its client cancelled it: not to be computed again
     try {
       const nlohmann::json& m = e.meta;
       const Endpoint ep = m.at("endpoint").get<std::string>() == "chat" ? Endpoint::chat : Endpoint::completions;
@@ -229,11 +228,19 @@ size_t Server::resume_journal() {
       if (choices.size() != r.choices() || e.tokens.size() != r.choices())
         throw Error("its choices do not match its body");
       std::vector<engine::Request> reqs;
-      std::vector<int64_t> skip;
       for (size_t c = 0; c < r.choices(); ++c) {
         engine::Request er;
         er.prompt = choices[c].at("prompt").get<std::vector<int32_t>>();
         from_json(choices[c].at("sampling"), er.sampling);
+        reqs.push_back(std::move(er));
+      }
+      if (e.cancelled) {
+        restore_cancelled(e, r, meta, body, key, std::move(reqs));
+        continue;
+      }
+      std::vector<int64_t> skip;
+      for (size_t c = 0; c < r.choices(); ++c) {
+        engine::Request& er = reqs[c];
         const auto& toks = e.tokens[c];
         skip.push_back(int64_t(toks.size()));
         // The last journaled token is computed again: with it the request may have ended (its
@@ -243,7 +250,6 @@ size_t Server::resume_journal() {
           er.accepted.assign(toks.begin(), toks.end() - 1);
           er.report_accepted = true;
         }
-        reqs.push_back(std::move(er));
       }
       auto rr = track(r, meta, body, key);
       if (!rr) throw Error("its Idempotency-Key is another request's");
@@ -251,11 +257,30 @@ size_t Server::resume_journal() {
       submit_resumable(rr, std::move(reqs), skip);
       ++resumed;
     } catch (const std::exception& ex) {
-      std::fprintf(stderr, "strata serve: journal: request %s is not resumed: %s\n", e.key.c_str(), ex.what());
+      std::fprintf(stderr, "strata serve: journal: request %s is not %s: %s\n", e.key.c_str(),
+                   e.cancelled ? "restored" : "resumed", ex.what());
       opt_.journal->end(e.seq);
     }
   }
   return resumed;
+}
+
+// A request its client cancelled is not computed again: its choices' events are rebuilt from
+// the journaled tokens (Backend::replay), so that it answers by id and Idempotency-Key as it
+// did before the restart. Logprobs, not journaled, are missing from that answer.
+void Server::restore_cancelled(const JournalEntry& e, const ApiRequest& r, const ResponseMeta& meta,
+                               const std::string& body, const std::string& key, std::vector<engine::Request> reqs) {
+  std::vector<std::vector<engine::Event>> events;
+  for (size_t c = 0; c < reqs.size(); ++c) {
+    reqs[c].accepted.assign(e.tokens[c].begin(), e.tokens[c].end());
+    events.push_back(backend_.replay(std::move(reqs[c])));
+  }
+  auto rr = track(r, meta, body, key);
+  if (!rr) throw Error("its Idempotency-Key is another request's");
+  rr->journal_seq = e.seq;
+  rr->cancelled = true;
+  for (size_t c = 0; c < events.size(); ++c)
+    for (const engine::Event& ev : events[c]) rr->add(c, ev);
 }
 
 }  // namespace strata::server

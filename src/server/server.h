@@ -36,6 +36,7 @@ struct Response;
 namespace strata::server {
 
 class Journal;
+struct JournalEntry;
 struct ChoiceDelta;
 class ResponseBuilder;
 class ApiError;
@@ -74,8 +75,9 @@ class Server {
   // Stops listening and ends serve().
   void stop();
   // With a journal: resubmits every request it holds, unfinished or finished within its
-  // retention, continuing from the journaled tokens; call before serve(). A request that
-  // cannot be resumed is reported on stderr and dropped. Returns the number resumed.
+  // retention, continuing from the journaled tokens, and restores the ones their clients
+  // cancelled from their tokens without computing them; call before serve(). A request that
+  // cannot be resumed or restored is reported on stderr and dropped. Returns the number resumed.
   size_t resume_journal();
 
  private:
@@ -115,6 +117,10 @@ class Server {
                         const std::vector<int64_t>& skip);
   void serve_resumable(const std::shared_ptr<ResumableRequest>& rr, bool stream, std::vector<int64_t> skip,
                        const httplib::Request& req, httplib::Response& res);
+  // A journaled request its client cancelled, registered again with its events rebuilt from
+  // its journaled tokens (reqs: its choices' engine requests).
+  void restore_cancelled(const JournalEntry& e, const ApiRequest& r, const ResponseMeta& meta,
+                         const std::string& body, const std::string& key, std::vector<engine::Request> reqs);
   static bool stream_step(Exchange& ex, const ResponseMeta& meta, bool include_usage, size_t n,
                           httplib::DataSink& sink);
 

@@ -81,6 +81,33 @@ class FakeEngine final : public Backend {
     std::lock_guard lk(mu_);
     cancelled_.insert(id);
   }
+  // The events submit() gave for these tokens: cancelled when they stop short of max_tokens.
+  std::vector<engine::Event> replay(engine::Request r) override {
+    std::lock_guard lk(mu_);
+    ++replays_;
+    const int64_t n = std::min<int64_t>(r.sampling.max_tokens.value_or(4), 1000), k = int64_t(r.accepted.size());
+    if (k > n) throw Error("more tokens than max_tokens");
+    std::vector<engine::Event> out;
+    for (int64_t i = 0; i < k; ++i) {
+      engine::Event e;
+      e.token = r.accepted[size_t(i)];
+      e.text = size_t(i) < texts.size() ? texts[size_t(i)] : "w" + std::to_string(i) + " ";
+      out.push_back(e);
+    }
+    if (k < n || out.empty()) {
+      out.emplace_back().kind = engine::EventKind::finished;
+      out.back().cancelled = true;
+    } else {
+      out.back().finish = FinishReason::length;
+    }
+    out.back().prompt_tokens = int64_t(r.prompt.size());
+    out.back().generated_tokens = k;
+    return out;
+  }
+  size_t replays() {
+    std::lock_guard lk(mu_);
+    return replays_;
+  }
   engine::EngineMetrics metrics() override {
     engine::EngineMetrics m;
     std::lock_guard lk(mu_);
@@ -115,6 +142,7 @@ class FakeEngine final : public Backend {
   std::vector<std::thread> threads_;
   std::set<uint64_t> cancelled_;
   std::vector<engine::Request> submitted_;
+  size_t replays_ = 0;
 };
 
 int connect_loopback(int port) {
@@ -758,11 +786,78 @@ TEST_F(ServerHttpJournal, DeleteCancelsARunningRequest) {
   expect_error(c.Delete("/v1/requests/chatcmpl-nosuchrequest"), 404);
   expect_error(c.Delete(("/v1/requests/" + id + "/stream").c_str()), 404);
 
-  // A restart resumes the finished request (to answer it again), not the cancelled one.
+  // A restart resumes the finished request (to answer it again), not the cancelled one: that
+  // one is rebuilt from its journaled tokens, computing nothing, and answers as before.
   journal_->sync();
+  const size_t submitted = engine_.submitted().size();
   EXPECT_EQ(restart(), 1u);
-  EXPECT_EQ(client().Get(("/v1/requests/" + finished_id).c_str())->status, 200);
-  expect_error(client().Get(("/v1/requests/" + id).c_str()), 404);
+  EXPECT_EQ(engine_.submitted().size(), submitted + 1);
+  EXPECT_EQ(engine_.replays(), 1u);
+  for (int round = 0; round < 2; ++round) {  // and again after a second restart: still retained
+    auto c2 = client();
+    EXPECT_EQ(c2.Get(("/v1/requests/" + finished_id).c_str())->status, 200);  // waits for its rerun
+    auto after = c2.Get(("/v1/requests/" + id).c_str());
+    ASSERT_TRUE(after);
+    ASSERT_EQ(after->status, 200) << after->body;
+    const ojson k = ojson::parse(after->body);
+    EXPECT_EQ(k["id"], j["id"]);
+    EXPECT_EQ(k["created"], j["created"]);
+    EXPECT_EQ(k["choices"], j["choices"]);
+    EXPECT_EQ(k["usage"]["completion_tokens"], j["usage"]["completion_tokens"]);
+    auto stream = c2.Get(("/v1/requests/" + id + "/stream").c_str());
+    ASSERT_TRUE(stream);
+    EXPECT_NE(stream->body.find(R"("finish_reason":"cancelled")"), std::string::npos) << stream->body;
+    EXPECT_NE(stream->body.find("data: [DONE]"), std::string::npos) << stream->body;
+    del = c2.Delete(("/v1/requests/" + id).c_str());
+    ASSERT_TRUE(del);
+    EXPECT_EQ(ojson::parse(del->body)["status"], "cancelled");
+    EXPECT_EQ(engine_.cancel_count(), 1u);
+    if (round == 0) EXPECT_EQ(restart(), 1u);
+  }
+}
+
+// A request cancelled before any token, with two choices: after a restart each choice is
+// still there, empty and cancelled.
+TEST_F(ServerHttpJournal, ACancelledRequestWithoutTokensAnswersAfterARestart) {
+  engine_.stall_at = 0;
+  int fd = connect_loopback(port_);
+  ASSERT_GE(fd, 0);
+  const std::string req = post_request(kChat + R"(,"n":2,"max_tokens":5,"stream":true})", false);
+  ASSERT_EQ(::send(fd, req.data(), req.size(), 0), ssize_t(req.size()));
+  std::string got;
+  auto read_until = [&](const std::string& s) {
+    char buf[4096];
+    while (got.find(s) == std::string::npos) {
+      const ssize_t k = ::recv(fd, buf, sizeof buf, 0);
+      if (k <= 0) return false;
+      got.append(buf, size_t(k));
+    }
+    return true;
+  };
+  ASSERT_TRUE(read_until("\r\n\r\n"));  // the headers, with the first keep-alive
+  const size_t at = got.find("X-Request-Id: ");
+  ASSERT_NE(at, std::string::npos) << got;
+  const std::string id = got.substr(at + 14, got.find("\r\n", at) - at - 14);
+  auto del = client().Delete(("/v1/requests/" + id).c_str());
+  ASSERT_TRUE(del);
+  ASSERT_EQ(del->status, 200) << del->body;
+  ASSERT_TRUE(read_until("data: [DONE]")) << got;
+  ::close(fd);
+  const ojson before = ojson::parse(client().Get(("/v1/requests/" + id).c_str())->body);
+  ASSERT_EQ(before["choices"].size(), 2u) << before;
+  journal_->sync();
+  engine_.stall_at = -1;
+  EXPECT_EQ(restart(), 0u);
+  EXPECT_EQ(engine_.replays(), 2u);
+  auto after = client().Get(("/v1/requests/" + id).c_str());
+  ASSERT_TRUE(after);
+  ASSERT_EQ(after->status, 200) << after->body;
+  const ojson j = ojson::parse(after->body);
+  EXPECT_EQ(j["choices"], before["choices"]);
+  for (const auto& ch : j["choices"]) {
+    EXPECT_EQ(ch["message"]["content"], "");
+    EXPECT_EQ(ch["finish_reason"], "cancelled");
+  }
 }
 
 // A choice cancelled while the output parser holds back a partial marker: the held text ends

@@ -25,6 +25,7 @@ class NoEngine final : public Backend {
  public:
   uint64_t submit(engine::Request, engine::EventCallback) override { throw Error("no engine in this test"); }
   void cancel(uint64_t) override {}
+  std::vector<engine::Event> replay(engine::Request) override { throw Error("no engine in this test"); }
   engine::EngineMetrics metrics() override { return {}; }
 };
 
