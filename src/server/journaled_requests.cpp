@@ -1,6 +1,6 @@
 // strata serve --journal: completions journaled before they reach the engine, answered from
 // their recorded events (resumable_request.h), found again by Idempotency-Key or response id,
-// and resubmitted from the journal at start-up.
+// and at start-up resubmitted from the journal, or, cancelled by their clients, rebuilt from it.
 #include <httplib.h>
 
 #include <cstdio>
