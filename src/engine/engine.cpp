@@ -148,6 +148,14 @@ void deliver(RequestState& r, const Event& ev) {
   }
 }
 
+void check_prompt(const std::vector<int32_t>& prompt, int32_t vocab) {
+  if (prompt.empty()) throw Error("the prompt is empty");
+  for (int32_t id : prompt)
+    if (id < 0 || id >= vocab)
+      throw Error("prompt token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(vocab) +
+                  ")");
+}
+
 }  // namespace
 
 Engine::Engine(std::shared_ptr<const models::Model> model, std::shared_ptr<const Tokenizer> tokenizer,
@@ -223,12 +231,8 @@ std::vector<RequestInfo> Engine::requests() const {
 std::vector<Event> Engine::replay(Request r) const {
   auto& I = *impl_;
   const int64_t n = int64_t(r.prompt.size());
-  if (n == 0) throw Error("the prompt is empty");
   const int32_t vocab = int32_t(I.model->vocab_size());
-  for (int32_t id : r.prompt)
-    if (id < 0 || id >= vocab)
-      throw Error("prompt token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(vocab) +
-                  ")");
+  check_prompt(r.prompt, vocab);
   r.sampling.validate();
   if (!r.sampling.max_tokens) r.sampling.max_tokens = I.max_context - n;  // as submit()
   // A grammar only constrains the draw: which token ends the request does not depend on it.
@@ -240,12 +244,8 @@ std::vector<Event> Engine::replay(Request r) const {
 uint64_t Engine::submit(Request r, EventCallback on_event) {
   auto& I = *impl_;
   const int64_t n = int64_t(r.prompt.size());
-  if (n == 0) throw Error("the prompt is empty");
   const int32_t vocab = int32_t(I.model->vocab_size());
-  for (int32_t id : r.prompt)
-    if (id < 0 || id >= vocab)
-      throw Error("prompt token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(vocab) +
-                  ")");
+  check_prompt(r.prompt, vocab);
   r.sampling.validate();
   // Compiled here, on the submitting thread (a cache hit for a schema seen before).
   std::shared_ptr<const grammar::CompiledGrammar> grammar;
