@@ -17,6 +17,7 @@ struct BenchOptions {
   int spec_tokens = 0;
   std::vector<int> spec_batches{1, 8};
   std::vector<int> batches;        // --batches: aggregate batched decode
+  bool lockstep = false;           // --lockstep: --batches by a fixed loop, no engine (bench_lockstep.h)
   std::vector<int64_t> contexts;  // --context: decode step time at these context lengths
   int64_t context_steps = 4;
   int64_t prefix_tokens = 0, suffix_tokens = 16;  // --prefix-tokens: prefix-cache hit vs cold TTFT

@@ -63,11 +63,18 @@ void print_bench_run(const nlohmann::ordered_json& j, const BenchOptions& o, boo
     print_profile(d["profile"], probed, "  ");
   }
   if (j.contains("batched_decode")) {
-    std::printf("batched decode through the engine (%lld-token prompts, %lld tokens each):\n", (long long)o.prompt_tokens,
+    const bool lockstep = !j["batched_decode"].empty() && j["batched_decode"][0].contains("mode");
+    std::printf("batched decode %s (%lld-token prompts, %lld tokens each):\n",
+                lockstep ? "in lockstep, no engine" : "through the engine", (long long)o.prompt_tokens,
                 (long long)o.decode_tokens);
     for (const auto& r : j["batched_decode"]) {
-      std::printf("  batch %3d: %8.2f tokens/s aggregate  %.2fx the first\n", r["batch"].get<int>(),
+      std::printf("  batch %3d: %8.2f tokens/s aggregate  %.2fx the first", r["batch"].get<int>(),
                   r["tokens_per_s"].get<double>(), r["ratio_to_first"].get<double>());
+      if (lockstep && r["ranks"].get<int>() > 1)
+        std::printf("  (%d ranks: %.1f%% of the steps in the expert exchange, %.1f KB received a step)",
+                    r["ranks"].get<int>(), 100 * r["exchange_share"].get<double>(),
+                    r["exchange_bytes_per_step"].get<double>() / 1e3);
+      std::printf("\n");
       if (r.contains("profile")) {
         std::printf("    products by weight shape, per step (%.1f ms of %.1f):\n", r["profiled_ms_per_step"].get<double>(),
                     1e3 * r["batch"].get<int>() / r["tokens_per_s"].get<double>());

@@ -6,10 +6,12 @@
 #include "cache/cache_map.h"
 #include "cache/pool.h"
 #include "cli/bench_engine.h"
+#include "cli/bench_lockstep.h"
 #include "cli/bench_structured.h"
 #include "cli/bench_profile.h"
 #include "core/error.h"
 #include "core/numerics.h"
+#include "dist/world.h"
 #include "engine/sampling_ops.h"
 #include "kernels/linear_profile.h"
 #include "kernels/parallel.h"
@@ -143,7 +145,9 @@ nlohmann::ordered_json bench_run(const BenchOptions& o, const std::shared_ptr<co
     j["decode"]["profiled_ms_per_token"] = profiled_ms(j["decode"]["profile"]);
   }
   if (!o.contexts.empty()) j["long_context"] = long_context(o, *model, co);
-  if (!o.batches.empty()) {
+  if (!o.batches.empty() && (o.lockstep || dist::size() > 1)) {
+    j["batched_decode"] = bench_lockstep_batches(*model, o.prompt_tokens, o.decode_tokens, o.batches);
+  } else if (!o.batches.empty()) {
     auto tok = std::make_shared<const Tokenizer>(Tokenizer::load(o.model));
     j["batched_decode"] = bench_batches(model, tok, o.prompt_tokens, o.decode_tokens, o.batches, o.profile, bw);
   }

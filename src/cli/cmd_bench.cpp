@@ -14,10 +14,11 @@
 #include "cli/bench_report.h"
 #include "cli/bench_run.h"
 #include "cli/commands.h"
-#include "cli/one_process.h"
 #include "cli/numerics_option.h"
 #include "cli/preload.h"
 #include "core/cpu.h"
+#include "core/error.h"
+#include "dist/world.h"
 #include "core/numerics.h"
 #include "core/process_stats.h"
 #include "kernels/parallel.h"
@@ -55,7 +56,14 @@ void print_startup(const nlohmann::ordered_json& u) {
 }
 
 void run_bench(const Opts& o) {
-  require_one_process("bench");
+  // Over several ranks every measured pass must run the same forward passes on every rank:
+  // the engine's modes schedule by wall-clock time, so only the fixed loops run.
+  if (dist::size() > 1) {
+    if (o.expert_parallel || o.prefix_tokens > 0 || o.spec_tokens > 0 || !o.json_schema.empty())
+      throw Error("bench over " + std::to_string(dist::size()) +
+                  " MPI ranks measures prefill, decode, --context and --batches (in lockstep); --ep-ranks, "
+                  "--prefix-tokens, --spec-tokens and --json-schema run in one process");
+  }
   // Dispatch planning reads routing tables and times nothing: no probes, no passes.
   if (o.expert_parallel) {
     const auto j = bench_expert_parallel(o.model, o.ep);
@@ -102,12 +110,13 @@ void run_bench(const Opts& o) {
   const double load_s = seconds_since(tl);
   const ProcessStats ps1 = process_stats();
   const auto tp = std::chrono::steady_clock::now();
-  const PreloadResult pre = preload_checkpoint(model->checkpoint(), o.model, 1e18);
+  const auto holds = [&](const std::string& t) { return model->holds_tensor(t); };
+  const PreloadResult pre = preload_checkpoint(model->checkpoint(), o.model, 1e18, false, holds);
   const bool preloaded = pre.read_in;
   const double preload_s = seconds_since(tp);
   const ProcessStats ps2 = process_stats();
   // a preloaded checkpoint read once more in full, so that no measured pass reads a weight first
-  const double read_through_s = preloaded ? read_through_checkpoint(model->checkpoint()) : 0.0;
+  const double read_through_s = preloaded ? read_through_checkpoint(model->checkpoint(), holds) : 0.0;
   {
     const double ckpt_bytes = double(model->checkpoint().total_bytes());
     j["startup"] = {{"load_seconds", load_s},
@@ -189,6 +198,8 @@ AutoRegister reg([](CLI::App& app) {
       ->check(CLI::Range(0, 16));
   c->add_option("--batches", o->batches, "also measure aggregate decode tokens/s of this many requests at once")
       ->delimiter(',');
+  c->add_flag("--lockstep", o->lockstep,
+              "--batches by a fixed loop of batched forward passes, no engine (always so under mpirun)");
   c->add_option("--context", o->contexts,
                  "also time decode steps at these context lengths (rounded down to 128), from a synthetic state")
       ->delimiter(',');

@@ -14,6 +14,7 @@
 #include "cli/numerics_option.h"
 #include "cli/token_ids.h"
 #include "core/error.h"
+#include "dist/world.h"
 #include "cli/single_request.h"
 #include "engine/engine.h"
 #include "io/json_file.h"
@@ -116,6 +117,11 @@ void run_generate(const Opts& o) {
                double(stats.prompt_tokens) / std::max(stats.ttft_seconds, 1e-9), (long long)generated, dtps,
                finish_reason_name(stats.finish) ? finish_reason_name(stats.finish) : "none",
                std::string(numerics_name(active_numerics())).c_str());
+  if (dist::size() > 1) {
+    const auto x = dist::exchange_stats();
+    std::fprintf(stderr, "expert exchange (rank 0 of %d): %lld gathers, %.1f MB received, %.3f s in them, waits for other ranks included\n",
+                 dist::size(), (long long)x.calls, double(x.bytes_received) / 1e6, x.seconds);
+  }
   if (eo.spec_tokens > 0)
     std::fprintf(stderr, "speculative: %lld rounds, %lld drafted, %lld accepted (%.1f%%), %.2f tokens per verification\n",
                  (long long)stats.spec.rounds, (long long)stats.spec.drafted, (long long)stats.spec.accepted,

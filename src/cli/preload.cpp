@@ -120,21 +120,23 @@ PreloadResult preload_checkpoint(const SafetensorsCheckpoint& ckpt, const std::s
   return r;
 }
 
-double read_through_checkpoint(const SafetensorsCheckpoint& ckpt) {
+double read_through_checkpoint(const SafetensorsCheckpoint& ckpt, const TensorFilter& holds) {
   const auto t0 = std::chrono::steady_clock::now();
   const int64_t chunk = int64_t(4) << 20;
   for (const auto& f : ckpt.files()) {
-    const MappedFile& m = f->mapped();
-    const uint8_t* base = m.data();
-    const int64_t size = int64_t(m.size());
-    if (!base || size == 0) continue;
-    kernels::parallel_for((size + chunk - 1) / chunk, 1, [&](int64_t b, int64_t e) {
-      uint64_t acc = 0;
-      for (int64_t c = b; c < e; ++c)
-        for (int64_t off = c * chunk; off < std::min(size, (c + 1) * chunk); off += 64) acc += base[off];
-      volatile uint64_t sink = acc;  // the reads may not be optimized away
-      (void)sink;
-    });
+    const uint8_t* base = f->mapped().data();
+    if (!base) continue;
+    for (const Span& sp : spans_of(*f, holds)) {
+      const uint8_t* p = base + sp.offset;
+      const int64_t size = int64_t(sp.length);
+      kernels::parallel_for((size + chunk - 1) / chunk, 1, [&](int64_t b, int64_t e) {
+        uint64_t acc = 0;
+        for (int64_t c = b; c < e; ++c)
+          for (int64_t off = c * chunk; off < std::min(size, (c + 1) * chunk); off += 64) acc += p[off];
+        volatile uint64_t sink = acc;  // the reads may not be optimized away
+        (void)sink;
+      });
+    }
   }
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }

@@ -36,7 +36,7 @@ PreloadResult preload_checkpoint(const SafetensorsCheckpoint& ckpt, const std::s
 // touched lately somewhere slower, with no fault the guest can see (flash-2l decoded 8-17 tokens/s
 // in a process's first pass after another engine ran, 21-25 in its second, with no page fault
 // in either), so the measured passes must not be the first to read the weights.
-double read_through_checkpoint(const SafetensorsCheckpoint& ckpt);
+double read_through_checkpoint(const SafetensorsCheckpoint& ckpt, const TensorFilter& holds = {});
 
 // mlock every shard (MappedFile::lock); throws Error when the kernel refuses.
 void lock_checkpoint(const SafetensorsCheckpoint& ckpt);

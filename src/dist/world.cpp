@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +20,7 @@ namespace {
 
 int g_rank = 0, g_size = 1;
 int g_error_fd = 2;
+ExchangeStats g_stats;
 bool g_initialized = false;
 
 // The world size an MPI launcher announces in the environment (OpenMPI, then PMI/PMIx), 0 when
@@ -92,6 +94,8 @@ void quiet_other_ranks() {
   ::close(devnull);
 }
 
+ExchangeStats exchange_stats() { return g_stats; }
+
 int rank() { return g_rank; }
 int size() { return g_size; }
 
@@ -113,6 +117,7 @@ std::vector<uint8_t> allgatherv(const void* data, int64_t bytes, std::vector<int
     return std::vector<uint8_t>(p, p + bytes);
   }
 #ifdef STRATA_HAVE_MPI
+  const auto t0 = std::chrono::steady_clock::now();
   std::vector<int64_t> n(static_cast<size_t>(g_size));
   check(MPI_Allgather(&bytes, 1, MPI_INT64_T, n.data(), 1, MPI_INT64_T, MPI_COMM_WORLD), "allgather of sizes");
   std::vector<int> counts(static_cast<size_t>(g_size)), displs(static_cast<size_t>(g_size));
@@ -127,6 +132,9 @@ std::vector<uint8_t> allgatherv(const void* data, int64_t bytes, std::vector<int
   std::vector<uint8_t> out(static_cast<size_t>(total));
   check(MPI_Allgatherv(data, int(bytes), MPI_BYTE, out.data(), counts.data(), displs.data(), MPI_BYTE, MPI_COMM_WORLD),
         "allgatherv");
+  ++g_stats.calls;
+  g_stats.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  g_stats.bytes_received += uint64_t(total - bytes);
   if (sizes) *sizes = std::move(n);
   return out;
 #else

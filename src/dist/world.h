@@ -34,6 +34,15 @@ bool built_with_mpi();
 std::vector<uint8_t> allgatherv(const void* data, int64_t bytes, std::vector<int64_t>* sizes = nullptr);
 // Every rank's string, in rank order.
 std::vector<std::string> allgather_string(const std::string& s);
+// Time spent in allgatherv since start (the exchange itself and the wait for slower ranks),
+// and the bytes it moved into this rank.
+struct ExchangeStats {
+  int64_t calls = 0;
+  double seconds = 0;
+  uint64_t bytes_received = 0;
+};
+ExchangeStats exchange_stats();
+
 // Rank 0's value on every rank.
 uint64_t broadcast_u64(uint64_t v);
 std::string broadcast_string(const std::string& s);

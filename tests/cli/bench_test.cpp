@@ -137,6 +137,27 @@ TEST(Bench, ProfileOfBatchedDecodeSteps) {
   }
 }
 
+// --lockstep: --batches by a fixed loop of batched passes (what runs under mpirun), in one
+// process here: one row per batch size, one rank, no exchange.
+TEST(Bench, LockstepBatchesRunWithoutTheEngine) {
+  test::TinyCheckpoint tiny("bench_lockstep", 4);
+  auto r = run_strata("bench --model " + shell_quote(tiny.dir) +
+                      " --skip-probes --json --prompt-tokens 5 --decode-tokens 3 --batches 1,4 --lockstep");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["batched_decode"].size(), 2u);
+  for (const auto& b : j["batched_decode"]) {
+    EXPECT_EQ(b["mode"], "lockstep");
+    EXPECT_EQ(b["ranks"], 1);
+    EXPECT_GT(b["tokens_per_s"].get<double>(), 0.0);
+    EXPECT_EQ(b["exchange_share"].get<double>(), 0.0);
+  }
+  EXPECT_EQ(j["batched_decode"][1]["batch"], 4);
+  r = run_strata("bench --model " + shell_quote(tiny.dir) + " --skip-probes --prompt-tokens 5 --decode-tokens 3 --batches 0 --lockstep");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("at least 1"), std::string::npos) << r.err;
+}
+
 // --json-schema: the schema runs end in JSON of the schema, and the grammar's work is reported
 // (its numbers are the benchmark's, not checked here).
 TEST(Bench, StructuredOutputCostAgainstFreeDecoding) {

@@ -32,6 +32,13 @@ for numerics in exact fast; do
   cmp -s "$work/one.npy" "$work/many.npy" || fail "logits ($numerics): $np ranks differ from one process"
 done
 
+# bench: prefill, decode and lockstep batches over the ranks; the engine's modes refused
+run bench --model "$work/m" --skip-probes --json --prompt-tokens 6 --decode-tokens 3 --batches 1,3 >"$work/bench.json" 2>"$work/err.txt" ||
+  { cat "$work/err.txt" >&2; fail "bench over $np ranks"; }
+grep -q "\"ranks\": $np" "$work/bench.json" || fail "bench: no lockstep rows over $np ranks"
+if run bench --model "$work/m" --skip-probes --prefix-tokens 8 >/dev/null 2>"$work/err.txt"; then fail "bench --prefix-tokens over $np ranks succeeded"; fi
+grep -q "run in one process" "$work/err.txt" || { cat "$work/err.txt" >&2; fail "bench --prefix-tokens: no clear error"; }
+
 # serve is one process only: a clear error, no hang
 if run serve --model "$work/m" --port 0 >/dev/null 2>"$work/err.txt"; then fail "serve over $np ranks succeeded"; fi
 grep -q "serve runs in one process" "$work/err.txt" || { cat "$work/err.txt" >&2; fail "serve: no clear error"; }
@@ -45,4 +52,4 @@ if timeout 120 "$mpiexec" --oversubscribe -np $((np - 1)) "$strata" logits --mod
   fail "ranks with different checkpoints succeeded"
 fi
 grep -q "rank $((np - 1))'s model differs from rank 0's" "$work/err.txt" || { cat "$work/err.txt" >&2; fail "mismatch: no clear error"; }
-echo "mpirun -np $np: generate and logits equal one process; serve and mismatched checkpoints refused"
+echo "mpirun -np $np: generate and logits equal one process; bench runs in lockstep; serve and mismatched checkpoints refused"
