@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cli/bench_expert_parallel.h"
+#include "cli/expert_balance_option.h"
 
 namespace strata::cli {
 
@@ -26,6 +27,7 @@ struct BenchOptions {
   std::string json_schema;            // --json-schema: structured output's cost (bench_structured.h)
   bool expert_parallel = false;       // --ep-ranks: dispatch planning alone (bench_expert_parallel.h)
   ExpertParallelOptions ep;
+  ExpertBalanceOptions balance;       // --ep-balance: replicas in a running job (expert_balance_option.h)
 };
 
 // The machine's limits from the probes at the start (0 where --skip-probes).

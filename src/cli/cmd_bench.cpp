@@ -106,7 +106,9 @@ void run_bench(const Opts& o) {
   // through the model's own mappings, so prefill and decode below take no page fault.
   const ProcessStats ps0 = process_stats();
   const auto tl = std::chrono::steady_clock::now();
-  std::shared_ptr<const models::Model> model = models::load_model(o.model);
+  std::unique_ptr<models::Model> loaded = models::load_model(o.model);
+  apply_expert_balance(*loaded, o.model, o.balance);
+  std::shared_ptr<const models::Model> model = std::move(loaded);
   const double load_s = seconds_since(tl);
   const ProcessStats ps1 = process_stats();
   const auto tp = std::chrono::steady_clock::now();
@@ -226,13 +228,15 @@ AutoRegister reg([](CLI::App& app) {
       ->check(CLI::Range(int64_t(1), int64_t(1) << 26))
       ->needs(ep);
   c->add_option("--ep-extra-slots", o->ep.extra_slots,
-                "expert slots per rank beyond its shard for replicas (default an eighth of the shard, at least 1)")
-      ->check(CLI::Range(int64_t(0), int64_t(1) << 20))
-      ->needs(ep);
+                "with --ep-ranks or --ep-balance: expert slots per rank beyond its shard for replicas (default an "
+                "eighth of the shard, at least 1)")
+      ->check(CLI::Range(int64_t(0), int64_t(1) << 20));
+  add_expert_balance_options(*c, o->balance, /*slots_option=*/false);
   c->add_option("--ep-seed", o->ep.seed, "seed of the --ep-ranks token stream (default 1)")->needs(ep);
   add_numerics_option(*c, o->numerics);
   c->callback([o, ep] {
     o->expert_parallel = ep->count() > 0;
+    o->balance.extra_slots = o->ep.extra_slots;
     run_bench(*o);
   });
 });

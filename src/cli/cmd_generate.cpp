@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "cli/commands.h"
+#include "cli/expert_balance_option.h"
 #include "cli/preload.h"
 #include "cli/generation_options.h"
 #include "cli/numerics_option.h"
@@ -29,6 +30,7 @@ struct Opts {
   std::string model, prompt, ids, thinking = "chat", numerics, json_schema;
   bool chat = false, print_ids = false, json_object = false;
   GenerationOptions gen;
+  ExpertBalanceOptions balance;
 };
 
 // make-model writes random weights; say so, so nobody mistakes the output for a real model's.
@@ -49,7 +51,9 @@ void run_generate(const Opts& o) {
     sp.structured = StructuredOutput::schema(R"({"type":"object"})");
   }
   select_numerics(o.numerics, "generate");
-  std::shared_ptr<const models::Model> model = models::load_model(o.model);
+  std::unique_ptr<models::Model> loaded = models::load_model(o.model);
+  apply_expert_balance(*loaded, o.model, o.balance);
+  std::shared_ptr<const models::Model> model = std::move(loaded);
   // a progress bar while a large checkpoint is read in; under expert parallelism, this rank's share
   preload_checkpoint(model->checkpoint(), o.model, 1e9, false,
                      [&](const std::string& t) { return model->holds_tensor(t); });
@@ -144,6 +148,7 @@ AutoRegister reg([](CLI::App& app) {
   c->add_flag("--json", o->json_object, "the output is one JSON object (decoded under a grammar)")->excludes(js);
   add_generation_options(*c, o->gen, /*default_temperature=*/0.0);
   add_numerics_option(*c, o->numerics);
+  add_expert_balance_options(*c, o->balance);
   c->callback([o] { run_generate(*o); });
 });
 

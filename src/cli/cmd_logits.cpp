@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "cli/expert_balance_option.h"
 #include "cli/numerics_option.h"
 #include "cli/token_ids.h"
 #include "core/error.h"
@@ -21,6 +22,7 @@ struct Opts {
   std::string model, ids, out, numerics;
   int64_t prefill = -1, chunk = 0;
   bool stats = false;
+  ExpertBalanceOptions balance;
 };
 
 void run_logits(const Opts& o) {
@@ -31,6 +33,7 @@ void run_logits(const Opts& o) {
     throw Error("--prefill " + std::to_string(k) + " must be between 1 and the number of ids (" + std::to_string(n) + ")");
   select_numerics(o.numerics, "logits");
   auto model = models::load_model(o.model);
+  apply_expert_balance(*model, o.model, o.balance);
   const int64_t V = model->vocab_size();
   for (int64_t id : ids)
     if (id >= V) throw Error("--ids: token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(V) + ")");
@@ -63,6 +66,7 @@ AutoRegister reg([](CLI::App& app) {
   c->add_option("--out", o->out, "output .npy file")->required();
   c->add_option("--chunk", o->chunk, "prefill in chunks of N tokens (same logits as one piece)");
   add_numerics_option(*c, o->numerics);
+  add_expert_balance_options(*c, o->balance);
   c->add_flag("--stats", o->stats, "print what each layer holds after the run (window, entries, index keys, tail)");
   c->callback([o] { run_logits(*o); });
 });

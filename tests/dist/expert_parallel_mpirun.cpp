@@ -35,10 +35,25 @@ std::string shared_model_dir() {
   return dir;
 }
 
+// Every even expert of every main layer held by all ranks (its rows dealt to them in turn), the
+// odd ones by their home rank: the exchange's replicated case at its most.
+models::ExpertPlacement replicated_placement(int64_t experts) {
+  models::ExpertPlacement p = models::contiguous_placement(experts, dist::size());
+  for (int64_t e = 0; e < experts; e += 2) {
+    auto& h = p.holders[size_t(e)];
+    for (int r = 0; r < dist::size(); ++r)
+      if (r != h.front()) h.push_back(r);
+  }
+  return p;
+}
+
 struct Models {
-  std::unique_ptr<Model> spread, local;
+  std::unique_ptr<Model> spread, replicated, local;
   Models() {
     spread = Model::load(shared_model_dir());
+    replicated = Model::load(shared_model_dir());
+    for (int64_t l = 0; l < replicated->config().num_hidden_layers; ++l)
+      replicated->place_experts(l, replicated_placement(replicated->config().n_routed_experts));
     models::LocalExperts scope;
     local = Model::load(shared_model_dir());
   }
@@ -69,12 +84,26 @@ TEST(ExpertParallelMpirun, EachRankHoldsItsContiguousShard) {
   EXPECT_TRUE(m.holds_tensor("layers.0.ffn.shared_experts.w1.weight"));
   EXPECT_TRUE(m.holds_tensor("layers.0.attn.wq_a.weight"));
   EXPECT_TRUE(models_once().local->holds_tensor("layers.1.ffn.experts.0.w2.weight"));
+  // replicas: every rank holds the even experts of the main layers, the MTP block keeps shards
+  const Model& r = *models_once().replicated;
+  for (int64_t e = 0; e < E; ++e) {
+    const bool mine = e % 2 == 0 || (e >= shard.first && e < shard.first + shard.count);
+    EXPECT_EQ(r.holds_tensor("layers.2.ffn.experts." + std::to_string(e) + ".w1.weight"), mine) << e;
+  }
+  EXPECT_EQ(r.holds_tensor("mtp.0.ffn.experts." + std::to_string(E - 2) + ".w1.weight"),
+            E - 2 >= shard.first && E - 2 < shard.first + shard.count);
+  EXPECT_THROW(const_cast<Model&>(r).place_experts(0, models::contiguous_placement(E + 1, dist::size())), Error);
 }
 
 class ExpertParallelEveryProfile : public strata::testing::ProfileTest {};
 
-TEST_P(ExpertParallelEveryProfile, BatchedLogitsEqualOneProcess) {
-  const Model& ep = *models_once().spread;
+class ExpertParallelEveryLayout : public ::testing::TestWithParam<std::tuple<Numerics, bool>> {
+ protected:
+  ScopedNumerics profile_{std::get<0>(GetParam())};
+};
+
+TEST_P(ExpertParallelEveryLayout, BatchedLogitsEqualOneProcess) {
+  const Model& ep = std::get<1>(GetParam()) ? *models_once().replicated : *models_once().spread;
   const Model& one = *models_once().local;
   std::vector<SequenceState> a, b;
   for (int i = 0; i < 3; ++i) a.push_back(ep.new_state()), b.push_back(one.new_state());
@@ -112,6 +141,12 @@ TEST_P(ExpertParallelEveryProfile, MtpBlockEqualsOneProcess) {
 }
 
 STRATA_EVERY_PROFILE(ExpertParallelEveryProfile);
+INSTANTIATE_TEST_SUITE_P(Layouts, ExpertParallelEveryLayout,
+                         ::testing::Combine(::testing::Values(Numerics::exact, Numerics::fast), ::testing::Bool()),
+                         [](const auto& info) {
+                           return std::string(numerics_name(std::get<0>(info.param))) +
+                                  (std::get<1>(info.param) ? "_replicated" : "_shards");
+                         });
 
 TEST(ExpertParallelMpirun, DisagreementNamesTheRank) {
   dist::check_same_on_all_ranks("value", "same");  // no throw

@@ -25,6 +25,14 @@ for sampling in "--temperature 0" "--temperature 0.9 --top-p 0.95 --seed 77"; do
   cmp -s "$work/one.txt" "$work/many.txt" || fail "generate $sampling: $np ranks differ from one process"
 done
 
+# replicas of the hottest experts from a sample text's token frequencies: the same output
+printf 'the cat sat on the mat and the dog sat on the log, and the cat and the dog sat %.0s' $(seq 50) >"$work/sample.txt"
+run generate --model "$work/m" --ids "$ids" --max-tokens 16 --print-ids --ep-balance "$work/sample.txt" --ep-extra-slots 3 \
+  >"$work/many.txt" 2>"$work/err.txt" || { cat "$work/err.txt" >&2; fail "generate --ep-balance over $np ranks"; }
+"$strata" generate --model "$work/m" --ids "$ids" --max-tokens 16 --print-ids >"$work/one.txt" 2>/dev/null
+grep -q "expert balance, layer 0" "$work/err.txt" || { cat "$work/err.txt" >&2; fail "--ep-balance: no balance report"; }
+cmp -s "$work/one.txt" "$work/many.txt" || fail "generate --ep-balance: $np ranks differ from one process"
+
 for numerics in exact fast; do
   "$strata" logits --model "$work/m" --ids "$ids" --prefill 30 --numerics "$numerics" --out "$work/one.npy" 2>/dev/null
   run logits --model "$work/m" --ids "$ids" --prefill 30 --chunk 13 --numerics "$numerics" --out "$work/many.npy" 2>/dev/null ||

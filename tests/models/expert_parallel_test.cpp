@@ -6,6 +6,7 @@
 #include "dist/world.h"
 #include "io/safetensors.h"
 #include "models/dsv4_fixture.h"
+#include "models/expert_balance.h"
 #include "models/expert_parallel.h"
 
 namespace strata::models {
@@ -71,6 +72,18 @@ TEST(ExpertParallel, TheModelHoldsEveryTensorInOneProcess) {
   EXPECT_TRUE(tiny.model->expert_parallel());
   EXPECT_TRUE(tiny.model->holds_tensor("layers.0.ffn.experts.5.w1.weight"));
   EXPECT_TRUE(all_local(tiny.model->weights().layers[0].ffn.placement));
+}
+
+TEST(ExpertParallel, BalancingInOneProcessPlacesNothingAndChecksItsInput) {
+  dsv4::testing::TinyModel tiny;
+  EXPECT_TRUE(balance_experts(*tiny.model, {1, 2, 3, 3, 3}, 2).empty());
+  EXPECT_TRUE(all_local(tiny.model->weights().layers[0].ffn.placement));
+  EXPECT_THROW(balance_experts(*tiny.model, {}, 2), Error);
+  EXPECT_THROW(balance_experts(*tiny.model, {1}, -2), Error);
+  // a placement for another rank count than the job's is refused
+  EXPECT_THROW(tiny.model->place_experts(0, contiguous_placement(16, 2)), Error);
+  EXPECT_THROW(tiny.model->place_experts(99, contiguous_placement(16, 1)), Error);
+  tiny.model->place_experts(0, contiguous_placement(16, 1));
 }
 
 TEST(DistWorld, AWorldOfOneIsANoOp) {

@@ -1,6 +1,7 @@
 #include "models/deepseek_v4/model.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "core/error.h"
 #include "core/huge_buffer.h"
@@ -25,11 +26,29 @@ std::unique_ptr<Model> Model::load(const std::string& dir) {
 
 bool Model::holds_tensor(const std::string& name) const {
   const auto e = models::routed_expert_of(name, ".ffn.experts.");
-  if (!e || w_.layers.empty() || *e >= cfg_.n_routed_experts) return true;
-  const auto& p = w_.layers.front().ffn.placement;  // every layer's is the same
-  if (models::all_local(p)) return true;
-  const auto& h = p.holders[size_t(*e)];
+  if (!e || *e >= cfg_.n_routed_experts) return true;
+  // "layers.L.…" or "mtp.J.…": the block whose placement applies
+  const MoeWeights* ffn = nullptr;
+  for (const char* prefix : {"layers.", "mtp."}) {
+    const std::string pre = prefix;
+    if (name.compare(0, pre.size(), pre) != 0) continue;
+    const int64_t i = std::atoll(name.c_str() + pre.size());
+    if (pre == "layers." && i >= 0 && i < int64_t(w_.layers.size())) ffn = &w_.layers[size_t(i)].ffn;
+    if (pre == "mtp." && i >= 0 && i < int64_t(w_.mtp.size())) ffn = &w_.mtp[size_t(i)].block.ffn;
+  }
+  if (!ffn || models::all_local(ffn->placement)) return true;
+  const auto& h = ffn->placement.holders[size_t(*e)];
   return std::find(h.begin(), h.end(), dist::rank()) != h.end();
+}
+
+void Model::place_experts(int64_t layer, const models::ExpertPlacement& p) {
+  if (layer < 0 || layer >= int64_t(w_.layers.size())) throw Error("place_experts: no layer " + std::to_string(layer));
+  if (p.experts != cfg_.n_routed_experts || int64_t(p.holders.size()) != p.experts || p.ranks != dist::size())
+    throw Error("place_experts: a placement of " + std::to_string(p.experts) + " experts over " + std::to_string(p.ranks) +
+                " ranks for " + std::to_string(cfg_.n_routed_experts) + " experts over " + std::to_string(dist::size()));
+  for (const auto& h : p.holders)
+    if (h.empty()) throw Error("place_experts: an expert without a rank");
+  w_.layers[size_t(layer)].ffn.placement = p;
 }
 
 SequenceState& state_of(models::Sequence& s) {

@@ -41,6 +41,9 @@ class Model final : public models::Model {
   // Under expert parallelism: every tensor but the routed experts other ranks run.
   bool holds_tensor(const std::string& name) const override;
   bool expert_parallel() const override { return true; }
+  // Replaces main layer `layer`'s expert placement (models/expert_balance.h) before the first
+  // forward pass; Error for a placement of another expert count or rank count.
+  void place_experts(int64_t layer, const models::ExpertPlacement& p);
   std::unique_ptr<models::Sequence> new_sequence(const models::CacheOptions& o = {}) const override;
   std::unique_ptr<models::Workspace> workspace(void* memory, int64_t bytes, int64_t max_context,
                                                int64_t parts) const override;
