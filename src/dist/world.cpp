@@ -1,6 +1,7 @@
 #include "dist/world.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -39,6 +40,48 @@ void check(int rc, const char* what) {
   int len = 0;
   MPI_Error_string(rc, text, &len);
   throw Error(std::string("MPI ") + what + " failed on rank " + std::to_string(g_rank) + ": " + std::string(text, size_t(len)));
+}
+// Seconds a collective may take before the job ends: STRATA_MPI_TIMEOUT, 600 by default (a
+// rank loading a large shard keeps the others waiting in the first collective), 0 for none.
+double collective_timeout() {
+  static const double t = [] {
+    const char* v = std::getenv("STRATA_MPI_TIMEOUT");
+    if (!v || !*v) return 600.0;
+    char* end = nullptr;
+    const double x = std::strtod(v, &end);
+    if (end == v || *end || x < 0)
+      throw Error(std::string("STRATA_MPI_TIMEOUT: '") + v + "' is not a number of seconds (0: no timeout)");
+    return x;
+  }();
+  return t;
+}
+
+// Completes a nonblocking collective, or ends the job when it has not completed in time: MPI
+// has no timeout of its own, and a rank that hangs (rather than dies) would hold every other
+// rank in the collective forever.
+void wait_for(MPI_Request& req, const char* what) {
+  const double limit = collective_timeout();
+  if (limit <= 0) {
+    check(MPI_Wait(&req, MPI_STATUS_IGNORE), what);
+    return;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int64_t spins = 0;; ++spins) {
+    int done = 0;
+    check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), what);
+    if (done) return;
+    // the clock is read every few hundred tests: the common wait is microseconds
+    if (spins % 256 == 255) {
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (s > limit) {
+        char secs[32];
+        std::snprintf(secs, sizeof secs, "%.0f", limit);
+        abort_job(std::string("error: the other ranks did not complete the ") + what + " within " + secs +
+                  " s (STRATA_MPI_TIMEOUT): a rank is stuck, or died where MPI could not see it");
+      }
+      if (s > 1e-3) sched_yield();  // a long wait: leave the core to others now and then
+    }
+  }
 }
 #endif
 
@@ -119,7 +162,9 @@ std::vector<uint8_t> allgatherv(const void* data, int64_t bytes, std::vector<int
 #ifdef STRATA_HAVE_MPI
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<int64_t> n(static_cast<size_t>(g_size));
-  check(MPI_Allgather(&bytes, 1, MPI_INT64_T, n.data(), 1, MPI_INT64_T, MPI_COMM_WORLD), "allgather of sizes");
+  MPI_Request req;
+  check(MPI_Iallgather(&bytes, 1, MPI_INT64_T, n.data(), 1, MPI_INT64_T, MPI_COMM_WORLD, &req), "allgather of sizes");
+  wait_for(req, "allgather of sizes");
   std::vector<int> counts(static_cast<size_t>(g_size)), displs(static_cast<size_t>(g_size));
   int64_t total = 0;
   for (int r = 0; r < g_size; ++r) {
@@ -130,8 +175,10 @@ std::vector<uint8_t> allgatherv(const void* data, int64_t bytes, std::vector<int
     total += n[size_t(r)];
   }
   std::vector<uint8_t> out(static_cast<size_t>(total));
-  check(MPI_Allgatherv(data, int(bytes), MPI_BYTE, out.data(), counts.data(), displs.data(), MPI_BYTE, MPI_COMM_WORLD),
+  check(MPI_Iallgatherv(data, int(bytes), MPI_BYTE, out.data(), counts.data(), displs.data(), MPI_BYTE, MPI_COMM_WORLD,
+                        &req),
         "allgatherv");
+  wait_for(req, "allgatherv");
   ++g_stats.calls;
   g_stats.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   g_stats.bytes_received += uint64_t(total - bytes);
@@ -157,7 +204,9 @@ std::vector<std::string> allgather_string(const std::string& s) {
 uint64_t broadcast_u64(uint64_t v) {
   if (g_size == 1) return v;
 #ifdef STRATA_HAVE_MPI
-  check(MPI_Bcast(&v, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD), "broadcast");
+  MPI_Request req;
+  check(MPI_Ibcast(&v, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD, &req), "broadcast");
+  wait_for(req, "broadcast");
 #endif
   return v;
 }
@@ -167,7 +216,12 @@ std::string broadcast_string(const std::string& s) {
   std::string out = s;
   out.resize(size_t(broadcast_u64(s.size())));
 #ifdef STRATA_HAVE_MPI
-  if (!out.empty()) check(MPI_Bcast(out.data(), int(out.size()), MPI_CHAR, 0, MPI_COMM_WORLD), "broadcast");
+  if (!out.empty()) {
+    if (out.size() > size_t(INT_MAX)) throw Error("broadcast: more than 2 GiB in one message");
+    MPI_Request req;
+    check(MPI_Ibcast(out.data(), int(out.size()), MPI_CHAR, 0, MPI_COMM_WORLD, &req), "broadcast");
+    wait_for(req, "broadcast");
+  }
 #endif
   return out;
 }

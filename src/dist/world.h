@@ -25,6 +25,9 @@ int size();
 // Whether this build links MPI.
 bool built_with_mpi();
 
+// Every collective below waits at most STRATA_MPI_TIMEOUT seconds (600 by default; 0: no
+// limit), then ends the job with an error naming the collective.
+
 // Ends every rank of the job at once (MPI_Abort): a rank that fails must not leave the
 // others waiting in a collective. `message` goes to stderr first, prefixed by the rank.
 [[noreturn]] void abort_job(const std::string& message, int code = 1);

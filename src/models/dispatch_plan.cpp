@@ -28,7 +28,7 @@ DispatchPlan plan_dispatch(const ExpertPlacement& p, const int64_t* experts, int
     for (int64_t k = 0; k < topk; ++k) {
       const int64_t e = ex[k];
       if (e < 0 || e >= p.experts) throw Error("dispatch plan: expert " + std::to_string(e) + " out of range");
-      if (std::find(ex, ex + k, e) != ex + k) continue;
+      if (!first_listing(ex, k)) continue;
       const auto& h = p.holders[size_t(e)];
       const int rank = h[size_t(dealt[size_t(e)]++ % int64_t(h.size()))];
       plan.pairs.push_back({row, e, rank});

@@ -36,7 +36,7 @@ std::vector<double> weighted_expert_load(const int64_t* experts, const int64_t* 
     const int64_t* ex = experts + i * topk;
     for (int64_t k = 0; k < topk; ++k) {
       if (ex[k] < 0 || ex[k] >= n_experts) throw Error("expert load: expert " + std::to_string(ex[k]) + " out of range");
-      if (std::find(ex, ex + k, ex[k]) == ex + k) load[size_t(ex[k])] += double(counts[i]);
+      if (first_listing(ex, k)) load[size_t(ex[k])] += double(counts[i]);
     }
   }
   return load;

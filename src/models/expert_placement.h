@@ -24,6 +24,15 @@ struct ExpertPlacement {
   std::vector<int64_t> experts_of(int r) const;
 };
 
+// Whether entry k of a row's routed experts is the expert's first listing in the row: an expert
+// a tid2eid row names twice runs once for that row (moe_forward), so plans and loads count it
+// once.
+inline bool first_listing(const int64_t* row_experts, int64_t k) {
+  for (int64_t j = 0; j < k; ++j)
+    if (row_experts[j] == row_experts[k]) return false;
+  return true;
+}
+
 // Experts [first, first + count) of rank r in contiguous shards of `experts` over `ranks`.
 struct Shard {
   int64_t first = 0, count = 0;

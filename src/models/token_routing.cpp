@@ -34,7 +34,7 @@ std::vector<int64_t> token_experts(const Model& m, int64_t layer, const int64_t*
 
 DispatchPlan plan_token_dispatch(const ExpertPlacement& p, const Model& m, int64_t layer, const int64_t* ids, int64_t n) {
   const auto experts = token_experts(m, layer, ids, n);
-  return plan_dispatch(p, experts.data(), n, n > 0 ? int64_t(experts.size()) / n : 0);
+  return plan_dispatch(p, experts.data(), n, dynamic_cast<const dsv4::Model&>(m).moe_spec(layer).topk);
 }
 
 }  // namespace strata::models

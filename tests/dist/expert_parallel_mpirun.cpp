@@ -3,9 +3,11 @@
 // batched prefill and decode, the MTP block, both numerics profiles. The one-process reference
 // is the same checkpoint loaded inside a LocalExperts scope, on every rank.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <string>
 
 #include "core/error.h"
 #include "dist/world.h"
@@ -165,6 +167,16 @@ TEST(ExpertParallelMpirun, DisagreementNamesTheRank) {
 
 int main(int argc, char** argv) {
   strata::dist::init(&argc, &argv);
+  // --stuck-last-rank (tests/dist/stuck_rank_test.sh): the last rank never joins; the others
+  // must end the job after STRATA_MPI_TIMEOUT seconds instead of waiting for ever.
+  if (argc > 1 && std::string(argv[1]) == "--stuck-last-rank") {
+    if (strata::dist::rank() == strata::dist::size() - 1) {
+      ::sleep(120);
+      return 3;
+    }
+    strata::dist::allgather_string("waiting");
+    return 4;  // not reached: the timeout ends the job
+  }
   ::testing::InitGoogleTest(&argc, argv);
   const int rc = RUN_ALL_TESTS();
   if (strata::dist::rank() == 0) {
