@@ -82,6 +82,27 @@ TEST(Inspect, MadeModelPassesAndACorruptShardFails) {
   EXPECT_EQ(r.err, "");  // make-model's config.json holds no key strata does not read
   auto j = nlohmann::json::parse(r.out);
   EXPECT_TRUE(j["checkpoint"]["ok"].get<bool>());
+  EXPECT_FALSE(j["checkpoint"].contains("ranks"));  // one process
+  // --ranks 3: pro-tiny's experts in contiguous shards, each rank reading the shared tensors
+  r = run_strata("inspect --json --ranks 3 --model " + shell_quote(dir));
+  ASSERT_EQ(r.code, 0) << r.err;
+  j = nlohmann::json::parse(r.out);
+  const auto& ranks = j["checkpoint"]["ranks"];
+  ASSERT_EQ(ranks.size(), 3u);
+  int64_t experts = 0, next = 0;
+  for (const auto& x : ranks) {
+    EXPECT_EQ(x["first_expert"].get<int64_t>(), next);
+    next += x["experts"].get<int64_t>();
+    experts += x["experts"].get<int64_t>();
+    EXPECT_LT(x["bytes"].get<uint64_t>(), j["checkpoint"]["bytes"].get<uint64_t>());
+  }
+  std::ifstream cfg(dir + "/config.json");
+  EXPECT_EQ(experts, nlohmann::json::parse(cfg)["n_routed_experts"].get<int64_t>());
+  EXPECT_GE(ranks[0]["experts"].get<int64_t>(), ranks[2]["experts"].get<int64_t>());
+  r = run_strata("inspect --ranks 3 --model " + shell_quote(dir));
+  EXPECT_NE(r.out.find("rank 2: routed experts"), std::string::npos) << r.out;
+  r = run_strata("inspect --ranks 0 --model " + shell_quote(dir));
+  EXPECT_NE(r.code, 0);
   // truncate the last shard: opening names the file and the tensor that no longer fits
   std::string last;
   for (auto& e : fs::directory_iterator(dir))
