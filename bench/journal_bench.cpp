@@ -1,6 +1,7 @@
 // The request journal's cost per token (server/journal.h): append() on the engine thread (a
 // mutex and two vector pushes), and a sync interval's batch — 16 running requests' tokens
-// encoded as one record per request, written and fsynced — per token it carries.
+// encoded as one record per request, written and fsynced — per token it carries; and the pause
+// of a compaction.
 // Run: build/<dir>/bench/journal_bench [--benchmark_filter=...]; the journal is written under
 // the system's temporary directory, so the fsync cost is that disk's.
 #include <benchmark/benchmark.h>
@@ -62,6 +63,38 @@ void BM_JournalSyncInterval(benchmark::State& st) {
   st.counters["bytes_per_token"] = benchmark::Counter(double(f.j->stats().bytes) / double(t));
 }
 BENCHMARK(BM_JournalSyncInterval)->Arg(1)->Arg(4)->Arg(16)->UseRealTime();
+
+// Compaction: a journal of `requests` unfinished requests of `tokens` tokens each (an 8 MiB
+// file holds ~1000 of 2000 tokens), opened: read, checked, rewritten to a temporary file,
+// fsynced and renamed. Serving-time compaction is the same rewrite without the read, run with
+// the file's lock held, so a request that arrives meanwhile waits for it in begin(): this
+// bounds that pause from above.
+void BM_JournalCompaction(benchmark::State& st) {
+  const fs::path dir = fs::temp_directory_path() / ("strata_journal_compact_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const int requests = int(st.range(0)), tokens = int(st.range(1));
+  JournalOptions o;
+  o.dir = dir.string();
+  o.sync_interval = std::chrono::hours(1);
+  {
+    Journal j(o);
+    for (int r = 0; r < requests; ++r) {
+      const uint64_t s = j.begin("bench-" + std::to_string(r), {{"body", "{}"}}, 1);
+      for (int t = 0; t < tokens; ++t) j.append(s, 0, (r * 7919 + t) % 120000);
+      if (r % 64 == 63) j.sync();
+    }
+  }
+  int64_t bytes = 0;
+  for (auto _ : st) {
+    Journal j(o);
+    bytes = j.stats().bytes;
+  }
+  st.counters["file_bytes"] = double(fs::file_size(dir / "requests.journal"));
+  st.counters["requests"] = requests;
+  (void)bytes;
+  fs::remove_all(dir);
+}
+BENCHMARK(BM_JournalCompaction)->Args({16, 256})->Args({256, 2000})->Args({1000, 2000})->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 
