@@ -40,13 +40,19 @@ SamplingParams greedy(int64_t decode_tokens) {
 }
 
 // Batch B: B requests through the engine at once; decode tokens/s is counted from the moment
-// every request has its first token (all prefills done) to the last token.
+// every request has its first token (all prefills done). Without speculation the window ends
+// when the first request finishes, so every step in it runs all B rows even where the requests
+// started a step or two apart (the first is admitted while the others are still being
+// submitted); each request gets B tokens beyond decode_tokens for that slack. With speculation
+// (a request's tokens per step vary) it ends with the last token.
 ModeResult run_batch(const std::shared_ptr<const models::Model>& m, const std::shared_ptr<const Tokenizer>& tok, int batch,
                      int64_t prompt_tokens, int64_t decode_tokens, int spec_tokens, bool adaptive,
                      const std::map<uint64_t, std::vector<int32_t>>* forced, bool profile = false) {
+  const bool full_steps = spec_tokens == 0;
+  const int64_t tokens_each = decode_tokens + (full_steps ? batch : 0);
   engine::EngineOptions eo;
   eo.max_running = batch;
-  eo.max_context = prompt_tokens + decode_tokens + 1;
+  eo.max_context = prompt_tokens + tokens_each + 1;
   eo.spec_tokens = spec_tokens;
   eo.spec_adaptive = adaptive;
   eo.prefix_cache = false;
@@ -56,13 +62,21 @@ ModeResult run_batch(const std::shared_ptr<const models::Model>& m, const std::s
   int done = 0, started = 0;
   std::string error;
   int64_t after_start = 0;
+  bool window_closed = false;
+  std::map<uint64_t, int64_t> own_after_start;  // full_steps: each request's tokens in the window
   clock::time_point t_all_started, t_end;
   ModeResult r;
+  const auto close_window = [&](int64_t tokens) {
+    window_closed = true;
+    after_start = tokens;
+    t_end = clock::now();
+    if (profile) r.profile = kernels::linear_profile_stop();
+  };
   for (int b = 0; b < batch; ++b) {
     engine::Request q;
     q.id = uint64_t(b + 1);
     q.prompt = prompt_for(100 + uint64_t(b), prompt_tokens, tok->vocab_size());
-    q.sampling = greedy(decode_tokens);
+    q.sampling = greedy(tokens_each);
     if (forced) q.forced_drafts = forced->at(q.id);
     eng.submit(std::move(q), [&](const engine::Event& e) {
       std::lock_guard lk(mu);
@@ -72,15 +86,17 @@ ModeResult run_batch(const std::shared_ptr<const models::Model>& m, const std::s
         if (out.size() == 1 && ++started == batch) {
           t_all_started = clock::now();
           if (profile) kernels::linear_profile_start();
+        } else if (started == batch && !window_closed) {
+          ++after_start;
+          ++own_after_start[e.request_id];
         }
-        else if (started == batch) ++after_start;
       }
       if (e.finish != FinishReason::none || e.cancelled || !e.error.empty()) {
         if (!e.error.empty()) error = e.error;
-        if (++done == batch) {
-          t_end = clock::now();
-          if (profile) r.profile = kernels::linear_profile_stop();
-        }
+        ++done;
+        // the finisher's tokens in the window are its steps, each of which ran all B rows
+        if (full_steps && !window_closed && started == batch) close_window(own_after_start[e.request_id] * batch);
+        if (!full_steps && done == batch) close_window(after_start);
         cv.notify_all();
       }
     });
@@ -88,6 +104,7 @@ ModeResult run_batch(const std::shared_ptr<const models::Model>& m, const std::s
   std::unique_lock lk(mu);
   cv.wait(lk, [&] { return done == batch; });
   if (!error.empty()) throw Error("bench: a request failed: " + error);
+  if (!window_closed) throw Error("bench: a request finished before every request had started; raise --decode-tokens");
   const double s = std::chrono::duration<double>(t_end - t_all_started).count();
   r.tokens_per_s = s > 0 ? double(after_start) / s : 0;
   r.steps = double(after_start) / double(batch);
