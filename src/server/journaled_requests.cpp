@@ -45,6 +45,16 @@ bool Server::answer_known_key(const httplib::Request& req, httplib::Response& re
   const std::string key = req.get_header_value("Idempotency-Key");
   if (key.empty()) return false;
   std::shared_ptr<ResumableRequest> rr = resumable_.by_key(key);
+  const std::string last_event = req.get_header_value("Last-Event-ID");
+  if (!rr && !last_event.empty()) {
+    // Its client had events of a stream this server no longer knows (retention over, or a
+    // journal that lost it): starting it again would send those events twice.
+    send_error(req, res, ApiError(404, "Idempotency-Key " + key + " names no request: finished longer ago than the journal "
+                                           "keeps it, or lost from it. Its stream cannot go on from Last-Event-ID " +
+                                           last_event + "; send it without Last-Event-ID to start it again.",
+                                  "invalid_request_error", "", "not_found"));
+    return true;
+  }
   if (!rr) return false;
   name_trace(req, rr->meta.id);
   if (rr->body != req.body) {
@@ -54,7 +64,7 @@ bool Server::answer_known_key(const httplib::Request& req, httplib::Response& re
   }
   std::vector<int64_t> skip;
   try {
-    skip = parse_last_event_id(req.get_header_value("Last-Event-ID"), rr->echo.size());
+    skip = parse_last_event_id(last_event, rr->echo.size());
   } catch (const ApiError& e) {
     send_error(req, res, e);
     return true;

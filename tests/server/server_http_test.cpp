@@ -721,6 +721,12 @@ TEST_F(ServerHttpJournal, BadIdsKeysAndEventIdsAreAnswered) {
                       "application/json"),
                400);
   expect_error(c.Get("/v1/requests/chatcmpl-nosuchrequest"), 404);
+  // A stream resumed by a key the journal does not know is refused, not started again.
+  const size_t submitted = engine_.submitted().size();
+  expect_error(c.Post("/v1/chat/completions", {{"Idempotency-Key", "gone"}, {"Last-Event-ID", "2"}}, body,
+                      "application/json"),
+               404);
+  EXPECT_EQ(engine_.submitted().size(), submitted);
   auto r = c.Post("/v1/chat/completions", {{"Idempotency-Key", "k3"}}, kChat + R"(,"n":2,"max_tokens":2})",
                   "application/json");
   ASSERT_EQ(r->status, 200);
