@@ -178,6 +178,45 @@ std::string raw_exchange(int port, const std::string& req) {
   return got;
 }
 
+// A streaming POST on its own connection, read as far as a test needs while the stream stays
+// open (to cancel it, or to drop it).
+class OpenStream {
+ public:
+  OpenStream(int port, const std::string& body) : fd_(connect_loopback(port)) {
+    const std::string req = post_request(body, false);
+    sent_ = fd_ >= 0 && ::send(fd_, req.data(), req.size(), MSG_NOSIGNAL) == ssize_t(req.size());
+  }
+  ~OpenStream() { close(); }
+  OpenStream(const OpenStream&) = delete;
+  OpenStream& operator=(const OpenStream&) = delete;
+  bool sent() const { return sent_; }
+  // Reads until `s` has arrived; false when the connection ended first.
+  bool read_until(const std::string& s) {
+    char buf[4096];
+    while (got_.find(s) == std::string::npos) {
+      const ssize_t k = fd_ < 0 ? 0 : ::recv(fd_, buf, sizeof buf, 0);
+      if (k <= 0) return false;
+      got_.append(buf, size_t(k));
+    }
+    return true;
+  }
+  // The response's X-Request-Id ("" until its headers have been read).
+  std::string request_id() const {
+    const size_t at = got_.find("X-Request-Id: ");
+    return at == std::string::npos ? "" : got_.substr(at + 14, got_.find("\r\n", at) - at - 14);
+  }
+  const std::string& got() const { return got_; }
+  void close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_;
+  bool sent_ = false;
+  std::string got_;
+};
+
 class ServerHttp : public ::testing::Test {
  protected:
   virtual void configure(ServerOptions&) {}
@@ -406,19 +445,10 @@ TEST_F(ServerHttp, QueueFullIs429) {
 
 TEST_F(ServerHttp, DisconnectCancels) {
   engine_.delay = 20ms;
-  int fd = connect_loopback(port_);
-  ASSERT_GE(fd, 0);
-  const std::string body = R"({"messages":[{"role":"user","content":"Hi"}],"max_tokens":500,"stream":true})";
-  const std::string req = post_request(body, false);
-  ASSERT_EQ(::send(fd, req.data(), req.size(), 0), ssize_t(req.size()));
-  char buf[4096];
-  std::string got;
-  while (got.find("w2 ") == std::string::npos) {
-    ssize_t k = ::recv(fd, buf, sizeof buf, 0);
-    ASSERT_GT(k, 0);
-    got.append(buf, size_t(k));
-  }
-  ::close(fd);
+  OpenStream stream(port_, R"({"messages":[{"role":"user","content":"Hi"}],"max_tokens":500,"stream":true})");
+  ASSERT_TRUE(stream.sent());
+  ASSERT_TRUE(stream.read_until("w2 "));
+  stream.close();
   const auto until = std::chrono::steady_clock::now() + 5s;
   while (engine_.cancel_count() == 0 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(10ms);
   EXPECT_EQ(engine_.cancel_count(), 1u);
@@ -744,32 +774,20 @@ TEST_F(ServerHttpJournal, DeleteCancelsARunningRequest) {
   ASSERT_EQ(finished->status, 200);
   const std::string finished_id = finished->get_header_value("X-Request-Id");
   engine_.delay = 20ms;
-  int fd = connect_loopback(port_);
-  ASSERT_GE(fd, 0);
-  const std::string req = post_request(kChat + R"(,"max_tokens":500,"stream":true})", false);
-  ASSERT_EQ(::send(fd, req.data(), req.size(), 0), ssize_t(req.size()));
-  std::string got;
-  auto read_until = [&](const std::string& s) {
-    char buf[4096];
-    while (got.find(s) == std::string::npos) {
-      const ssize_t k = ::recv(fd, buf, sizeof buf, 0);
-      if (k <= 0) return false;
-      got.append(buf, size_t(k));
-    }
-    return true;
-  };
-  ASSERT_TRUE(read_until("w2 "));
-  const size_t at = got.find("X-Request-Id: ");
-  ASSERT_NE(at, std::string::npos) << got;
-  const std::string id = got.substr(at + 14, got.find("\r\n", at) - at - 14);
+  OpenStream stream(port_, kChat + R"(,"max_tokens":500,"stream":true})");
+  ASSERT_TRUE(stream.sent());
+  ASSERT_TRUE(stream.read_until("w2 "));
+  const std::string id = stream.request_id();
+  ASSERT_NE(id, "") << stream.got();
   auto c = client();
   auto del = c.Delete(("/v1/requests/" + id).c_str());
   ASSERT_TRUE(del);
   ASSERT_EQ(del->status, 200) << del->body;
   EXPECT_EQ(ojson::parse(del->body), (ojson{{"id", id}, {"object", "request"}, {"status", "cancelled"}}));
   EXPECT_EQ(engine_.cancel_count(), 1u);
-  ASSERT_TRUE(read_until("data: [DONE]")) << got;
-  ::close(fd);
+  ASSERT_TRUE(stream.read_until("data: [DONE]")) << stream.got();
+  stream.close();
+  const std::string& got = stream.got();
   EXPECT_NE(got.find(R"("finish_reason":"cancelled")"), std::string::npos) << got;
   EXPECT_EQ(got.find("error"), std::string::npos) << got;
 
@@ -818,7 +836,9 @@ TEST_F(ServerHttpJournal, DeleteCancelsARunningRequest) {
     ASSERT_TRUE(del);
     EXPECT_EQ(ojson::parse(del->body)["status"], "cancelled");
     EXPECT_EQ(engine_.cancel_count(), 1u);
-    if (round == 0) EXPECT_EQ(restart(), 1u);
+    if (round == 0) {
+      EXPECT_EQ(restart(), 1u);
+    }
   }
 }
 
@@ -826,29 +846,16 @@ TEST_F(ServerHttpJournal, DeleteCancelsARunningRequest) {
 // still there, empty and cancelled.
 TEST_F(ServerHttpJournal, ACancelledRequestWithoutTokensAnswersAfterARestart) {
   engine_.stall_at = 0;
-  int fd = connect_loopback(port_);
-  ASSERT_GE(fd, 0);
-  const std::string req = post_request(kChat + R"(,"n":2,"max_tokens":5,"stream":true})", false);
-  ASSERT_EQ(::send(fd, req.data(), req.size(), 0), ssize_t(req.size()));
-  std::string got;
-  auto read_until = [&](const std::string& s) {
-    char buf[4096];
-    while (got.find(s) == std::string::npos) {
-      const ssize_t k = ::recv(fd, buf, sizeof buf, 0);
-      if (k <= 0) return false;
-      got.append(buf, size_t(k));
-    }
-    return true;
-  };
-  ASSERT_TRUE(read_until("\r\n\r\n"));  // the headers, with the first keep-alive
-  const size_t at = got.find("X-Request-Id: ");
-  ASSERT_NE(at, std::string::npos) << got;
-  const std::string id = got.substr(at + 14, got.find("\r\n", at) - at - 14);
+  OpenStream stream(port_, kChat + R"(,"n":2,"max_tokens":5,"stream":true})");
+  ASSERT_TRUE(stream.sent());
+  ASSERT_TRUE(stream.read_until("\r\n\r\n"));  // the headers, with the first keep-alive
+  const std::string id = stream.request_id();
+  ASSERT_NE(id, "") << stream.got();
   auto del = client().Delete(("/v1/requests/" + id).c_str());
   ASSERT_TRUE(del);
   ASSERT_EQ(del->status, 200) << del->body;
-  ASSERT_TRUE(read_until("data: [DONE]")) << got;
-  ::close(fd);
+  ASSERT_TRUE(stream.read_until("data: [DONE]")) << stream.got();
+  stream.close();
   const ojson before = ojson::parse(client().Get(("/v1/requests/" + id).c_str())->body);
   ASSERT_EQ(before["choices"].size(), 2u) << before;
   journal_->sync();
@@ -878,30 +885,18 @@ TEST_F(ServerHttpJournal, DeleteReleasesTheTextTheParserHeld) {
   ASSERT_NE(text.find("DSML"), std::string::npos) << text;
 
   engine_.stall_at = 2;  // nothing after the held text until the cancellation
-  int fd = connect_loopback(port_);
-  ASSERT_GE(fd, 0);
-  const std::string req = post_request(kChat + R"(,"max_tokens":500,"stream":true})", false);
-  ASSERT_EQ(::send(fd, req.data(), req.size(), 0), ssize_t(req.size()));
-  std::string got;
-  auto read_until = [&](const std::string& s) {
-    char buf[4096];
-    while (got.find(s) == std::string::npos) {
-      const ssize_t k = ::recv(fd, buf, sizeof buf, 0);
-      if (k <= 0) return false;
-      got.append(buf, size_t(k));
-    }
-    return true;
-  };
-  ASSERT_TRUE(read_until("w1 "));
-  const size_t at = got.find("X-Request-Id: ");
-  ASSERT_NE(at, std::string::npos) << got;
-  const std::string id = got.substr(at + 14, got.find("\r\n", at) - at - 14);
+  OpenStream stream(port_, kChat + R"(,"max_tokens":500,"stream":true})");
+  ASSERT_TRUE(stream.sent());
+  ASSERT_TRUE(stream.read_until("w1 "));
+  const std::string id = stream.request_id();
+  ASSERT_NE(id, "") << stream.got();
   auto c = client();
   auto del = c.Delete(("/v1/requests/" + id).c_str());
   ASSERT_TRUE(del);
   ASSERT_EQ(del->status, 200) << del->body;
-  ASSERT_TRUE(read_until("data: [DONE]")) << got;
-  ::close(fd);
+  ASSERT_TRUE(stream.read_until("data: [DONE]")) << stream.got();
+  stream.close();
+  const std::string& got = stream.got();
   std::string streamed, finish;
   for (const auto& [eid, data] : events(got.substr(got.find("\r\n\r\n")))) {
     if (eid == "done") continue;
