@@ -14,10 +14,19 @@ ResponseBuilder::ResponseBuilder(std::string id, std::string model, int64_t crea
       think_start_(think_start), think_end_(think_end), in_reasoning_(thinking) {}
 
 std::string ResponseBuilder::event(const char* type, ojson body) {
+  const int64_t seq = seq_++;
+  if (seq < skip_) return {};  // the client has it
   ojson e = {{"type", type}};
   for (auto& [k, v] : body.items()) e[k] = std::move(v);
-  e["sequence_number"] = seq_++;
-  return sse_named_event(type, e);
+  e["sequence_number"] = seq;
+  return "id: " + std::to_string(seq) + "\n" + sse_named_event(type, e);
+}
+
+// The response id's own part, the item's kind and its place in the output: unique as the
+// response id is, and the same whenever the response is rendered again from its events.
+std::string ResponseBuilder::item_id(const char* prefix) const {
+  const size_t us = id_.find('_');
+  return prefix + (us == std::string::npos ? id_ : id_.substr(us + 1)) + "_" + std::to_string(output_.size());
 }
 
 ojson ResponseBuilder::message_item(const char* status) const {
@@ -40,7 +49,7 @@ std::string ResponseBuilder::open(Open kind) {
   open_ = kind;
   text_.clear();
   const bool msg = kind == Open::message;
-  item_id_ = new_id(msg ? "msg_" : "rs_");
+  item_id_ = item_id(msg ? "msg_" : "rs_");
   ojson item = msg ? message_item("in_progress")
                    : ojson{{"id", item_id_}, {"type", "reasoning"}, {"summary", ojson::array()},
                            {"content", ojson::array()}, {"status", "in_progress"}};
@@ -57,8 +66,8 @@ std::string ResponseBuilder::close() {
   if (open_ == Open::none) return {};
   const bool msg = open_ == Open::message;
   const size_t index = output_.size();
-  // An item still open when the length limit ends the response is cut too.
-  const char* status = status_ == "incomplete" ? "incomplete" : "completed";
+  // An item still open when the length limit or a cancellation ends the response is cut too.
+  const char* status = status_ == "incomplete" || status_ == "cancelled" ? "incomplete" : "completed";
   ojson item = msg ? message_item(status) : reasoning_item(status);
   std::string out;
   if (msg)
@@ -113,7 +122,7 @@ std::string ResponseBuilder::add(int32_t token, const ChoiceDelta& d) {
   for (size_t i = 0; i < d.tool_calls.size(); ++i) {
     out += close();
     const size_t index = output_.size();
-    const std::string fc_id = new_id("fc_");
+    const std::string fc_id = item_id("fc_");
     ojson item = {{"id", fc_id},
                   {"type", "function_call"},
                   {"status", "in_progress"},
@@ -138,8 +147,17 @@ std::string ResponseBuilder::add(int32_t token, const ChoiceDelta& d) {
 std::string ResponseBuilder::finish(const char* finish_reason, int64_t prompt_tokens, int64_t completion_tokens,
                                     int64_t cached_tokens) {
   const bool cut = finish_reason && std::string(finish_reason) == "length";
-  status_ = cut ? "incomplete" : "completed";
   if (cut) incomplete_ = {{"reason", "max_output_tokens"}};
+  return end(cut ? "incomplete" : "completed", prompt_tokens, completion_tokens, cached_tokens);
+}
+
+std::string ResponseBuilder::cancel(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens) {
+  return end("cancelled", prompt_tokens, completion_tokens, cached_tokens);
+}
+
+std::string ResponseBuilder::end(const char* status, int64_t prompt_tokens, int64_t completion_tokens,
+                                 int64_t cached_tokens) {
+  status_ = status;
   std::string out;
   // A reply without text or calls still has its message, so output_text is "" rather than absent.
   if (open_ != Open::message && !has_message_ && !has_call_) out += open(Open::message);
@@ -149,7 +167,7 @@ std::string ResponseBuilder::finish(const char* finish_reason, int64_t prompt_to
             {"output_tokens", completion_tokens},
             {"output_tokens_details", {{"reasoning_tokens", reasoning_tokens_}}},
             {"total_tokens", prompt_tokens + completion_tokens}};
-  out += event(cut ? "response.incomplete" : "response.completed", {{"response", response()}});
+  out += event(("response." + status_).c_str(), {{"response", response()}});
   return out;
 }
 

@@ -14,7 +14,13 @@
 // response.content_part.done (reasoning the same with response.reasoning_text.delta / .done
 // and a reasoning_text part), for a call response.function_call_arguments.delta / .done;
 // response.output_item.done; last response.completed, or response.incomplete when the length
-// limit cut it.
+// limit cut it, or response.cancelled (status "cancelled") when its client cancelled it: OpenAI
+// lists no stream event for a cancellation, and that is the name its webhooks give one. Every
+// event has an SSE id, its sequence_number, so that a client can resume after the last it had.
+//
+// Item ids are the response id's own part with the item's index ("msg_<id>_0"), and call ids
+// derive from the response id (ChoiceBuilder): rendering the same events again gives the same
+// bytes.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -42,16 +48,23 @@ class ResponseBuilder {
   // Returns the remaining events and response.completed / response.incomplete.
   std::string finish(const char* finish_reason, int64_t prompt_tokens, int64_t completion_tokens,
                      int64_t cached_tokens);
+  // Its client cancelled it: closes the open item (status incomplete); status cancelled and
+  // the response.cancelled event.
+  std::string cancel(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens);
   // An error inside the stream: the "error" event, then response.failed.
   std::string fail(const std::string& message);
 
   // The response object as it stands (status in_progress until finish()).
   ojson response() const;
+  // Events numbered below `n` are left out of what the builder returns (a client had them).
+  void skip_events(int64_t n) { skip_ = n; }
   int64_t reasoning_tokens() const { return reasoning_tokens_; }
 
  private:
   enum class Open { none, reasoning, message };
   std::string event(const char* type, ojson body);
+  std::string end(const char* status, int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens);
+  std::string item_id(const char* prefix) const;
   std::string open(Open kind);  // closes the open item first
   std::string close();
   ojson message_item(const char* status) const;
@@ -63,7 +76,7 @@ class ResponseBuilder {
   std::optional<int32_t> think_start_, think_end_;
   bool in_reasoning_;
   int64_t reasoning_tokens_ = 0;
-  int64_t seq_ = 0;
+  int64_t seq_ = 0, skip_ = 0;
   ojson output_ = ojson::array();  // finished items
   Open open_ = Open::none;
   std::string item_id_, text_;  // the open item's

@@ -40,20 +40,25 @@ struct Event {
   ojson data;
 };
 
-// The SSE text as events; each "event:" line must name its data's type.
+// The SSE text as events; each "id:" line must be its data's sequence_number and each
+// "event:" line name its data's type.
 std::vector<Event> parse_sse(const std::string& s) {
   std::vector<Event> out;
   size_t pos = 0;
   while (pos < s.size()) {
     const size_t end = s.find("\n\n", pos);
     EXPECT_NE(end, std::string::npos);
-    const std::string block = s.substr(pos, end - pos);
+    std::string block = s.substr(pos, end - pos);
     pos = end + 2;
+    EXPECT_EQ(block.rfind("id: ", 0), 0u) << block;
+    const std::string id = block.substr(4, block.find('\n') - 4);
+    block.erase(0, block.find('\n') + 1);
     const size_t nl = block.find('\n');
     EXPECT_EQ(block.rfind("event: ", 0), 0u) << block;
     EXPECT_EQ(block.compare(nl + 1, 6, "data: "), 0) << block;
     Event e{block.substr(7, nl - 7), ojson::parse(block.substr(nl + 7))};
     EXPECT_EQ(e.data["type"], e.type);
+    EXPECT_EQ(id, std::to_string(e.data["sequence_number"].get<int64_t>())) << block;
     out.push_back(std::move(e));
   }
   return out;
@@ -261,6 +266,52 @@ TEST(ResponsesOutput, FailureIsAnErrorEventThenFailed) {
   EXPECT_EQ(ev[1].type, "response.failed");
   EXPECT_EQ(ev[1].data["response"]["status"], "failed");
   EXPECT_EQ(ev[1].data["response"]["error"]["message"], "out of memory");
+}
+
+// Ids are a function of the response id and the item's place: a response rendered again from
+// the same events is the same bytes.
+TEST(ResponsesOutput, ItemIdsDeriveFromTheResponseId) {
+  Streamed r = run({{100, "Think"}, {think_end(), "</think>"}, {101, "Let me check."}, {102, tool_block()}},
+                   FinishReason::stop, true);
+  const ojson out = r.b.response()["output"];
+  ASSERT_EQ(out.size(), 3u) << out;
+  EXPECT_EQ(out[0]["id"], "rs_test_0");
+  EXPECT_EQ(out[1]["id"], "msg_test_1");
+  EXPECT_EQ(out[2]["id"], "fc_test_2");
+  Streamed again = run({{100, "Think"}, {think_end(), "</think>"}, {101, "Let me check."}, {102, tool_block()}},
+                       FinishReason::stop, true);
+  EXPECT_EQ(dump_json(again.b.response()), dump_json(r.b.response()));
+}
+
+TEST(ResponsesOutput, CancelEndsWithStatusCancelled) {
+  ResponseBuilder b("resp_x", "m", 1, kSettings, false, std::nullopt, std::nullopt);
+  b.start();
+  ChoiceDelta d;
+  d.content = "partial";
+  b.add(5, d);
+  const auto ev = parse_sse(b.cancel(3, 1, 0));
+  ASSERT_EQ(ev.size(), 4u);
+  EXPECT_EQ(ev[2].type, "response.output_item.done");
+  EXPECT_EQ(ev[2].data["item"]["status"], "incomplete");
+  EXPECT_EQ(ev[3].type, "response.cancelled");
+  EXPECT_EQ(ev[3].data["sequence_number"], 8);
+  const ojson resp = b.response();
+  EXPECT_EQ(resp["status"], "cancelled");
+  EXPECT_EQ(resp["output"][0]["content"][0]["text"], "partial");
+  EXPECT_EQ(resp["usage"]["output_tokens"], 1);
+}
+
+TEST(ResponsesOutput, SkippedEventsAreLeftOutButCounted) {
+  ResponseBuilder b("resp_x", "m", 1, kSettings, false, std::nullopt, std::nullopt);
+  b.skip_events(3);
+  const auto start = parse_sse(b.start());
+  EXPECT_TRUE(start.empty());
+  ChoiceDelta d;
+  d.content = "hi";
+  const auto ev = parse_sse(b.add(5, d));  // the message's added (2), part added (3), delta (4)
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_EQ(ev[0].data["sequence_number"], 3);
+  EXPECT_EQ(ev[1].type, "response.output_text.delta");
 }
 
 }  // namespace
