@@ -1,14 +1,18 @@
-// strata serve --journal: completions journaled before they reach the engine, answered from
-// their recorded events (resumable_request.h), found again by Idempotency-Key or response id,
-// and at start-up resubmitted from the journal, or, cancelled by their clients, rebuilt from it.
+// strata serve --journal: completions and responses journaled before they reach the engine,
+// answered from their recorded events (resumable_request.h, resumable_response.h), found again
+// by Idempotency-Key or response id, and at start-up resubmitted from the journal, or,
+// cancelled by their clients, rebuilt from it.
 #include <httplib.h>
 
 #include <cstdio>
+#include <optional>
 
 #include "core/error.h"
 #include "server/api_error.h"
 #include "server/journal.h"
+#include "server/responses_request.h"
 #include "server/resumable_request.h"
+#include "server/resumable_response.h"
 #include "server/server.h"
 #include "text/tokenizer.h"
 
@@ -27,9 +31,12 @@ ApiError unknown_request(const std::string& id) {
 }  // namespace
 
 std::shared_ptr<ResumableRequest> Server::track(const ApiRequest& r, const ResponseMeta& meta, const std::string& body,
-                                                const std::string& key, std::shared_ptr<ResumableRequest>* existing) {
+                                                const std::string& key, const nlohmann::ordered_json* settings,
+                                                std::shared_ptr<ResumableRequest>* existing) {
   auto rr = std::make_shared<ResumableRequest>();
   rr->body = body;
+  rr->responses = settings != nullptr;
+  if (settings) rr->settings = *settings;
   rr->idempotency_key = key;
   rr->meta = meta;
   rr->n = size_t(r.n);
@@ -39,6 +46,11 @@ std::shared_ptr<ResumableRequest> Server::track(const ApiRequest& r, const Respo
   rr->events.resize(r.choices());
   rr->tokens.assign(r.choices(), 0);
   return resumable_.add(rr, opt_.journal->options().retain, existing) ? rr : nullptr;
+}
+
+std::vector<int64_t> Server::events_had(const ResumableRequest& rr, const std::string& last_event_id) {
+  if (rr.responses) return {parse_sequence_number(last_event_id, "Last-Event-ID") + 1};
+  return parse_last_event_id(last_event_id, rr.echo.size());
 }
 
 bool Server::answer_known_key(const httplib::Request& req, httplib::Response& res) {
@@ -64,7 +76,7 @@ bool Server::answer_known_key(const httplib::Request& req, httplib::Response& re
   }
   std::vector<int64_t> skip;
   try {
-    skip = parse_last_event_id(last_event, rr->echo.size());
+    skip = events_had(*rr, last_event);
   } catch (const ApiError& e) {
     send_error(req, res, e);
     return true;
@@ -79,7 +91,7 @@ void Server::answer_by_id(const httplib::Request& req, httplib::Response& res) {
   if (!rr) return send_error(req, res, unknown_request(req.matches[1]));
   std::vector<int64_t> skip;
   try {
-    skip = parse_last_event_id(req.get_header_value("Last-Event-ID"), rr->echo.size());
+    skip = events_had(*rr, req.get_header_value("Last-Event-ID"));
   } catch (const ApiError& e) {
     return send_error(req, res, e);
   }
@@ -92,24 +104,32 @@ void Server::cancel_by_id(const httplib::Request& req, httplib::Response& res) {
   std::shared_ptr<ResumableRequest> rr = resumable_.by_id(req.matches[1]);
   if (!rr) return send_error(req, res, unknown_request(req.matches[1]));
   name_trace(req, rr->meta.id);
+  if (!cancel_and_wait(*rr, req, res)) return;
+  res.set_content(dump_json({{"id", rr->meta.id}, {"object", "request"},
+                             {"status", rr->ended_by_cancel() ? "cancelled" : "finished"}}),
+                  "application/json");
+}
+
+bool Server::cancel_and_wait(ResumableRequest& rr, const httplib::Request& req, httplib::Response& res) {
   std::vector<uint64_t> ids;
   {
-    std::lock_guard lk(rr->mu);
-    if (rr->finished < rr->events.size()) {
-      rr->cancelled = true;  // choices submitted from now on are cancelled by submit_resumable
-      ids = rr->engine_ids;
+    std::lock_guard lk(rr.mu);
+    if (rr.finished < rr.events.size()) {
+      rr.cancelled = true;  // choices submitted from now on are cancelled by submit_resumable
+      ids = rr.engine_ids;
     }
   }
   for (uint64_t id : ids) backend_.cancel(id);  // finished ids are ignored by the engine
   // The answer says how it ended: cancelled, or finished before the cancellation reached it.
   {
-    std::unique_lock lk(rr->mu);
-    if (!rr->cv.wait_for(lk, std::chrono::seconds(30), [&] { return rr->finished == rr->events.size(); }))
-      return send_error(req, res, internal_error("the request did not end within 30 s of its cancellation"));
+    std::unique_lock lk(rr.mu);
+    if (!rr.cv.wait_for(lk, std::chrono::seconds(30), [&] { return rr.finished == rr.events.size(); })) {
+      lk.unlock();
+      send_error(req, res, internal_error("the request did not end within 30 s of its cancellation"));
+      return false;
+    }
   }
-  res.set_content(dump_json({{"id", rr->meta.id}, {"object", "request"},
-                             {"status", rr->ended_by_cancel() ? "cancelled" : "finished"}}),
-                  "application/json");
+  return true;
 }
 
 void Server::submit_resumable(const std::shared_ptr<ResumableRequest>& rr, std::vector<engine::Request> reqs,
@@ -145,11 +165,11 @@ void Server::submit_resumable(const std::shared_ptr<ResumableRequest>& rr, std::
 }
 
 void Server::handle_journaled(Endpoint ep, const ApiRequest& r, const ResponseMeta& meta, const httplib::Request& req,
-                              httplib::Response& res) {
+                              httplib::Response& res, const nlohmann::ordered_json* settings) {
   name_trace(req, meta.id);
   // What a restart needs to resume it and render the same answer: the body (the response's
   // options), the response's id and time, and each choice's engine request (seed included).
-  nlohmann::json jm = {{"endpoint", ep == Endpoint::chat ? "chat" : "completions"},
+  nlohmann::json jm = {{"endpoint", settings ? "responses" : ep == Endpoint::chat ? "chat" : "completions"},
                        {"body", req.body},
                        {"created", meta.created},
                        {"choices", nlohmann::json::array()}};
@@ -166,12 +186,12 @@ void Server::handle_journaled(Endpoint ep, const ApiRequest& r, const ResponseMe
   const std::string key = req.get_header_value("Idempotency-Key");
   if (!key.empty()) jm["idempotency_key"] = key;
   std::shared_ptr<ResumableRequest> existing;
-  auto rr = track(r, meta, req.body, key, &existing);
+  auto rr = track(r, meta, req.body, key, settings, &existing);
   if (!rr) {  // the same key came in meanwhile
     if (existing->body != req.body)
       return send_error(req, res, ApiError(409, "Idempotency-Key " + key + " belongs to another request.",
                                            "invalid_request_error", "", "idempotency_key_reused"));
-    return serve_resumable(existing, existing->stream, std::vector<int64_t>(existing->echo.size(), 0), req, res);
+    return serve_resumable(existing, existing->stream, events_had(*existing, ""), req, res);
   }
   try {
     rr->journal_seq = opt_.journal->begin(meta.id, jm, r.choices());
@@ -187,7 +207,7 @@ void Server::handle_journaled(Endpoint ep, const ApiRequest& r, const ResponseMe
   } catch (const std::exception& e) {
     return send_error(req, res, shutting_down_ ? shutting_down_error() : bad_request(e.what()));
   }
-  serve_resumable(rr, r.stream, std::vector<int64_t>(r.choices(), 0), req, res);
+  serve_resumable(rr, r.stream, events_had(*rr, ""), req, res);
 }
 
 // The answer rendered from the request's events: the whole body once finished, or its stream
@@ -199,15 +219,22 @@ void Server::serve_resumable(const std::shared_ptr<ResumableRequest>& rr, bool s
   if (!stream) {
     ++active_;
     try {
-      res.set_content(dump_json(render_response(*rr, tok)), "application/json");
+      res.set_content(dump_json(rr->responses ? render_response_object(*rr, tok) : render_response(*rr, tok)),
+                      "application/json");
     } catch (const ApiError& e) {
       send_error(req, res, e);
     }
     --active_;
     return;
   }
+  if (rr->responses) return serve_stream(rr, std::make_shared<ResponseStreamRenderer>(*rr, tok, skip.at(0) - 1), res);
+  serve_stream(rr, std::make_shared<StreamRenderer>(*rr, tok, std::move(skip)), res);
+}
+
+template <class Renderer>
+void Server::serve_stream(const std::shared_ptr<ResumableRequest>& rr, std::shared_ptr<Renderer> renderer,
+                          httplib::Response& res) {
   ++active_;
-  auto renderer = std::make_shared<StreamRenderer>(*rr, tok, std::move(skip));
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
@@ -227,10 +254,19 @@ size_t Server::resume_journal() {
   for (const JournalEntry& e : opt_.journal->recovery().entries) {
     try {
       const nlohmann::json& m = e.meta;
-      const Endpoint ep = m.at("endpoint").get<std::string>() == "chat" ? Endpoint::chat : Endpoint::completions;
+      const std::string endpoint = m.at("endpoint").get<std::string>();
       const std::string body = m.at("body").get<std::string>();
       const std::string key = m.value("idempotency_key", std::string());
-      ApiRequest r = ep == Endpoint::chat ? parse_chat_request(body, opt_.model) : parse_completion_request(body, opt_.model);
+      ApiRequest r;
+      std::optional<nlohmann::ordered_json> settings;
+      if (endpoint == "responses") {
+        ResponsesRequest pr = parse_responses_request(body, opt_.model);
+        r = std::move(pr.api);
+        settings = std::move(pr.settings);
+      } else {
+        r = endpoint == "chat" ? parse_chat_request(body, opt_.model) : parse_completion_request(body, opt_.model);
+      }
+      const nlohmann::ordered_json* s = settings ? &*settings : nullptr;
       ResponseMeta meta = meta_for(r, "");
       meta.id = e.key;
       meta.created = m.at("created").get<int64_t>();
@@ -245,7 +281,7 @@ size_t Server::resume_journal() {
         reqs.push_back(std::move(er));
       }
       if (e.cancelled) {
-        restore_cancelled(e, r, meta, body, key, std::move(reqs));
+        restore_cancelled(e, r, meta, body, key, s, std::move(reqs));
         continue;
       }
       std::vector<int64_t> skip;
@@ -261,7 +297,7 @@ size_t Server::resume_journal() {
           er.report_accepted = true;
         }
       }
-      auto rr = track(r, meta, body, key);
+      auto rr = track(r, meta, body, key, s);
       if (!rr) throw Error("its Idempotency-Key is another request's");
       rr->journal_seq = e.seq;
       submit_resumable(rr, std::move(reqs), skip);
@@ -279,13 +315,14 @@ size_t Server::resume_journal() {
 // the journaled tokens (Backend::replay), so that it answers by id and Idempotency-Key as it
 // did before the restart. Logprobs, not journaled, are missing from that answer.
 void Server::restore_cancelled(const JournalEntry& e, const ApiRequest& r, const ResponseMeta& meta,
-                               const std::string& body, const std::string& key, std::vector<engine::Request> reqs) {
+                               const std::string& body, const std::string& key, const nlohmann::ordered_json* settings,
+                               std::vector<engine::Request> reqs) {
   std::vector<std::vector<engine::Event>> events;
   for (size_t c = 0; c < reqs.size(); ++c) {
     reqs[c].accepted.assign(e.tokens[c].begin(), e.tokens[c].end());
     events.push_back(backend_.replay(std::move(reqs[c])));
   }
-  auto rr = track(r, meta, body, key);
+  auto rr = track(r, meta, body, key, settings);
   if (!rr) throw Error("its Idempotency-Key is another request's");
   rr->journal_seq = e.seq;
   rr->cancelled = true;

@@ -29,6 +29,10 @@ struct ResumableRequest {
   std::vector<std::string> echo;  // per choice: completions' echoed prompt text
   uint64_t journal_seq = 0;
   std::string body, idempotency_key;  // the POST's body and Idempotency-Key header (may be empty)
+  // POST /v1/responses: answered as a response object and its events (resumable_response.h);
+  // `settings` as the response object repeats them.
+  bool responses = false;
+  ojson settings;
 
   // Cancelled by its client (DELETE /v1/requests/{id}): its cancelled choices end with
   // finish_reason "cancelled" instead of an error. Set under `mu`, with engine_ids.

@@ -33,6 +33,9 @@ std::string route_label(const std::string& path) {
     if (path == r) return r;
   if (path.rfind("/v1/models/", 0) == 0) return "/v1/models/{id}";
   if (path.rfind("/v1/requests/", 0) == 0) return "/v1/requests/{id}";
+  if (path.rfind("/v1/responses/", 0) == 0)
+    return path.size() > 7 && path.compare(path.size() - 7, 7, "/cancel") == 0 ? "/v1/responses/{id}/cancel"
+                                                                             : "/v1/responses/{id}";
   return "other";
 }
 
@@ -202,6 +205,13 @@ void Server::install_routes() {
   });
   s.Delete(R"(/v1/requests/([A-Za-z0-9_-]+))", [this](const httplib::Request& req, httplib::Response& res) {
     cancel_by_id(req, res);
+  });
+  // With --journal: a response by its id, as OpenAI's API retrieves and cancels a stored one.
+  s.Get(R"(/v1/responses/([A-Za-z0-9_-]+))", [this](const httplib::Request& req, httplib::Response& res) {
+    retrieve_response(req, res);
+  });
+  s.Post(R"(/v1/responses/([A-Za-z0-9_-]+)/cancel)", [this](const httplib::Request& req, httplib::Response& res) {
+    cancel_response(req, res);
   });
   // Introspection: what the engine is running and what waits, with the cache each request holds.
   s.Get("/requests", [this](const httplib::Request&, httplib::Response& res) {
@@ -520,6 +530,7 @@ bool Server::stream_step(Exchange& x, const ResponseMeta& meta, bool include_usa
 // POST /v1/responses: a chat request underneath (responses_request.h), answered as a response
 // object or its events (responses_output.h).
 void Server::handle_responses(const httplib::Request& req, httplib::Response& res) {
+  if (opt_.journal && answer_known_key(req, res)) return;
   ResponsesRequest rr;
   try {
     if (shutting_down_) throw shutting_down_error();
@@ -530,6 +541,7 @@ void Server::handle_responses(const httplib::Request& req, httplib::Response& re
     return send_error(req, res, bad_request(e.what()));
   }
   const ResponseMeta meta = meta_for(rr.api, "resp_");
+  if (opt_.journal) return handle_journaled(Endpoint::chat, rr.api, meta, req, res, &rr.settings);
   // Named, not a structured binding: the lambdas below capture them (clang 14 cannot).
   auto started = start_exchange(rr.api, meta, req, res);
   auto ex = std::move(started.first);

@@ -17,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cache/cache_spec.h"
 #include "server/backend.h"
 #include "server/cors.h"
@@ -101,26 +103,42 @@ class Server {
   void handle_responses(const httplib::Request& req, httplib::Response& res);
   static bool responses_stream_step(Exchange& ex, ResponseBuilder& b, httplib::DataSink& sink);
   // With --journal (journaled_requests.cpp):
+  // `settings`: a POST /v1/responses's (ResponsesRequest::settings); null for chat and completions.
   void handle_journaled(Endpoint ep, const ApiRequest& r, const ResponseMeta& meta, const httplib::Request& req,
-                        httplib::Response& res);
+                        httplib::Response& res, const nlohmann::ordered_json* settings = nullptr);
   // Registers a new request; null when its Idempotency-Key is already taken (by `*existing`).
   std::shared_ptr<ResumableRequest> track(const ApiRequest& r, const ResponseMeta& meta, const std::string& body,
-                                          const std::string& key, std::shared_ptr<ResumableRequest>* existing = nullptr);
+                                          const std::string& key, const nlohmann::ordered_json* settings,
+                                          std::shared_ptr<ResumableRequest>* existing = nullptr);
+  // What a client had of a request's stream, from its Last-Event-ID (serve_resumable's `skip`).
+  static std::vector<int64_t> events_had(const ResumableRequest& rr, const std::string& last_event_id);
   // A POST with the Idempotency-Key of a known request is answered by that request.
   bool answer_known_key(const httplib::Request& req, httplib::Response& res);
   // GET /v1/requests/{id}[/stream].
   void answer_by_id(const httplib::Request& req, httplib::Response& res);
   // DELETE /v1/requests/{id}: cancels what still runs of it, answers once it has ended.
   void cancel_by_id(const httplib::Request& req, httplib::Response& res);
+  // Cancels what still runs of a request and waits for its end; false (answered) when it did
+  // not end in time.
+  bool cancel_and_wait(ResumableRequest& rr, const httplib::Request& req, httplib::Response& res);
+  // With --journal (journaled_responses.cpp): GET /v1/responses/{id}[?stream=true&starting_after=N]
+  // and POST /v1/responses/{id}/cancel.
+  void retrieve_response(const httplib::Request& req, httplib::Response& res);
+  void cancel_response(const httplib::Request& req, httplib::Response& res);
   // Submits its choices: skip[c] tokens of choice c are in the journal already.
   void submit_resumable(const std::shared_ptr<ResumableRequest>& rr, std::vector<engine::Request> reqs,
                         const std::vector<int64_t>& skip);
   void serve_resumable(const std::shared_ptr<ResumableRequest>& rr, bool stream, std::vector<int64_t> skip,
                        const httplib::Request& req, httplib::Response& res);
+  // The stream a renderer (StreamRenderer, ResponseStreamRenderer) makes of the request.
+  template <class Renderer>
+  void serve_stream(const std::shared_ptr<ResumableRequest>& rr, std::shared_ptr<Renderer> renderer,
+                    httplib::Response& res);
   // A journaled request its client cancelled, registered again with its events rebuilt from
   // its journaled tokens (reqs: its choices' engine requests).
   void restore_cancelled(const JournalEntry& e, const ApiRequest& r, const ResponseMeta& meta,
-                         const std::string& body, const std::string& key, std::vector<engine::Request> reqs);
+                         const std::string& body, const std::string& key, const nlohmann::ordered_json* settings,
+                         std::vector<engine::Request> reqs);
   static bool stream_step(Exchange& ex, const ResponseMeta& meta, bool include_usage, size_t n,
                           httplib::DataSink& sink);
 

@@ -158,8 +158,8 @@ int connect_loopback(int port) {
   return fd;
 }
 
-std::string post_request(const std::string& body, bool close) {
-  return "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer secret\r\n"
+std::string post_request(const std::string& body, bool close, const std::string& path = "/v1/chat/completions") {
+  return "POST " + path + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer secret\r\n"
          "Content-Type: application/json\r\n" + std::string(close ? "Connection: close\r\n" : "") +
          "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
 }
@@ -182,8 +182,11 @@ std::string raw_exchange(int port, const std::string& req) {
 // open (to cancel it, or to drop it).
 class OpenStream {
  public:
-  OpenStream(int port, const std::string& body) : fd_(connect_loopback(port)) {
-    const std::string req = post_request(body, false);
+  OpenStream(int port, const std::string& body, const std::string& path = "/v1/chat/completions",
+             const std::string& headers = "")
+      : fd_(connect_loopback(port)) {
+    std::string req = post_request(body, false, path);
+    req.insert(req.find("\r\n") + 2, headers);
     sent_ = fd_ >= 0 && ::send(fd_, req.data(), req.size(), MSG_NOSIGNAL) == ssize_t(req.size());
   }
   ~OpenStream() { close(); }
@@ -917,6 +920,225 @@ TEST_F(ServerHttpJournal, DeleteReleasesTheTextTheParserHeld) {
 TEST_F(ServerHttp, RequestsByIdNeedAJournal) {
   expect_error(client().Get("/v1/requests/chatcmpl-x"), 404);
   expect_error(client().Delete("/v1/requests/chatcmpl-x"), 404);
+  expect_error(client().Get("/v1/responses/resp_x"), 404);
+  expect_error(client().Get("/v1/responses/resp_x?stream=true&starting_after=2"), 404);
+  expect_error(client().Post("/v1/responses/resp_x/cancel", "", "application/json"), 404);
+}
+
+// POST /v1/responses under a journal: its events numbered by sequence_number, which is each
+// one's SSE id, and found again by Idempotency-Key and by its id.
+const std::string kResponse = R"({"model":"tiny","input":"Hi","max_output_tokens":6)";
+
+// A response stream's events, whole: "id: N\nevent: ...\ndata: ...\n\n" each; incomplete
+// ones (a stream read part way) are left out.
+std::vector<std::string> response_events(const std::string& body) {
+  std::vector<std::string> out;
+  for (size_t p = body.find("id: "); p != std::string::npos; p = body.find("id: ", p)) {
+    const size_t end = body.find("\n\n", p);
+    if (end == std::string::npos) break;
+    out.push_back(body.substr(p, end + 2 - p));
+    p = end + 2;
+  }
+  return out;
+}
+
+ojson event_data(const std::string& event) { return ojson::parse(event.substr(event.find("data: ") + 6)); }
+
+TEST_F(ServerHttpJournal, AResponseStreamIsSentAgainFromItsLastEventId) {
+  const std::string body = kResponse + R"(,"stream":true})";
+  httplib::Headers key{{"Idempotency-Key", "r1"}};
+  auto first = client().Post("/v1/responses", key, body, "application/json");
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->status, 200) << first->body;
+  const auto all = response_events(first->body);
+  ASSERT_GE(all.size(), 12u) << first->body;
+  for (size_t i = 0; i < all.size(); ++i) {
+    EXPECT_EQ(all[i].rfind("id: " + std::to_string(i) + "\nevent: ", 0), 0u) << all[i];
+    EXPECT_EQ(event_data(all[i])["sequence_number"], i);
+  }
+  const ojson last = event_data(all.back());
+  EXPECT_EQ(last["type"], "response.incomplete");  // max_output_tokens
+  const std::string id = last["response"]["id"];
+  EXPECT_EQ(first->get_header_value("X-Request-Id"), id);
+  EXPECT_EQ(last["response"]["output"][0]["id"], "msg_" + id.substr(5) + "_0");
+  EXPECT_EQ(last["response"]["output"][0]["content"][0]["text"], "w0 w1 w2 w3 w4 w5 ");
+  EXPECT_EQ(engine_.submitted().size(), 1u);
+
+  // The same body and key after event 3: the rest, and no new request.
+  key.emplace("Last-Event-ID", "3");
+  auto rest = client().Post("/v1/responses", key, body, "application/json");
+  ASSERT_TRUE(rest);
+  ASSERT_EQ(rest->status, 200) << rest->body;
+  EXPECT_EQ(response_events(rest->body), std::vector(all.begin() + 4, all.end()));
+  EXPECT_EQ(rest->get_header_value("X-Request-Id"), id);
+  EXPECT_EQ(engine_.submitted().size(), 1u);
+
+  // By id: the stream after an event, the whole stream, the response object.
+  auto c = client();
+  auto after = c.Get(("/v1/responses/" + id + "?stream=true&starting_after=5").c_str());
+  ASSERT_TRUE(after);
+  ASSERT_EQ(after->status, 200) << after->body;
+  EXPECT_EQ(response_events(after->body), std::vector(all.begin() + 6, all.end()));
+  after = c.Get(("/v1/responses/" + id + "?stream=true").c_str(), {{"Last-Event-ID", "9"}});
+  ASSERT_TRUE(after);
+  EXPECT_EQ(response_events(after->body), std::vector(all.begin() + 10, all.end()));
+  auto whole = c.Get(("/v1/responses/" + id + "?stream=true").c_str());
+  ASSERT_TRUE(whole);
+  EXPECT_EQ(whole->body, first->body);
+  after = c.Get(("/v1/responses/" + id + "?stream=true&starting_after=" + std::to_string(all.size() - 1)).c_str());
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->status, 200);
+  EXPECT_EQ(response_events(after->body), std::vector<std::string>{});
+  auto object = c.Get(("/v1/responses/" + id).c_str());
+  ASSERT_TRUE(object);
+  ASSERT_EQ(object->status, 200) << object->body;
+  EXPECT_EQ(object->body, dump_json(last["response"]));
+  auto by_request = c.Get(("/v1/requests/" + id).c_str());
+  ASSERT_TRUE(by_request);
+  EXPECT_EQ(by_request->body, object->body);
+  // The same key and body, not streamed: a different body, so another request's key.
+  expect_error(c.Post("/v1/responses", {{"Idempotency-Key", "r1"}}, kResponse + "}", "application/json"), 409);
+  EXPECT_EQ(engine_.submitted().size(), 1u);
+  journal_->sync();
+  EXPECT_EQ(journal_->stats().records, 3);  // begin, tokens, end
+  EXPECT_NE(log_line({"id=" + id, "path=/v1/responses ", "completion_tokens=6 ", "outcome=ok"}), "");
+}
+
+TEST_F(ServerHttpJournal, BadResponseIdsAndSequenceNumbersAreAnswered) {
+  auto r = client().Post("/v1/responses", {{"Idempotency-Key", "r2"}}, kResponse + R"(,"stream":true})",
+                         "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const std::string id = r->get_header_value("X-Request-Id");
+  auto c = client();
+  for (const char* bad : {"x", "-1", "1.2", "1e3", "99999999999999999999"}) {
+    expect_error(c.Get(("/v1/responses/" + id + "?stream=true&starting_after=" + bad).c_str()), 400, "starting_after");
+    expect_error(c.Get(("/v1/responses/" + id + "?stream=true").c_str(), {{"Last-Event-ID", bad}}), 400);
+    expect_error(c.Post("/v1/responses", {{"Idempotency-Key", "r2"}, {"Last-Event-ID", bad}},
+                        kResponse + R"(,"stream":true})", "application/json"),
+                 400);
+  }
+  expect_error(c.Get(("/v1/responses/" + id + "?starting_after=2").c_str()), 400, "starting_after");
+  expect_error(c.Get(("/v1/responses/" + id + "?stream=yes").c_str()), 400, "stream");
+  expect_error(c.Get("/v1/responses/resp_nosuchresponse"), 404);
+  expect_error(c.Get("/v1/responses/resp_nosuchresponse?stream=true&starting_after=1"), 404);
+  expect_error(c.Post("/v1/responses/resp_nosuchresponse/cancel", "", "application/json"), 404);
+  // A chat completion is no response.
+  auto chat = post("/v1/chat/completions", kChat + "}");
+  ASSERT_EQ(chat->status, 200);
+  const std::string chat_id = chat->get_header_value("X-Request-Id");
+  expect_error(c.Get(("/v1/responses/" + chat_id).c_str()), 404);
+  expect_error(c.Post(("/v1/responses/" + chat_id + "/cancel").c_str(), "", "application/json"), 404);
+}
+
+// POST /v1/responses/{id}/cancel: its stream ends with response.cancelled, the answer and
+// later retrievals are the response at status cancelled, and a restart does not compute it again.
+TEST_F(ServerHttpJournal, CancelEndsAResponseAsCancelled) {
+  auto done = post("/v1/responses", kResponse + "}");
+  ASSERT_EQ(done->status, 200) << done->body;
+  const std::string done_id = ojson::parse(done->body)["id"];
+  engine_.delay = 20ms;
+  OpenStream stream(port_, kResponse + R"(,"max_output_tokens":500,"stream":true})", "/v1/responses");
+  ASSERT_TRUE(stream.sent());
+  ASSERT_TRUE(stream.read_until("w2 "));
+  const std::string id = stream.request_id();
+  ASSERT_EQ(id.rfind("resp_", 0), 0u) << stream.got();
+  auto c = client();
+  auto cancel = c.Post(("/v1/responses/" + id + "/cancel").c_str(), "", "application/json");
+  ASSERT_TRUE(cancel);
+  ASSERT_EQ(cancel->status, 200) << cancel->body;
+  const ojson j = ojson::parse(cancel->body);
+  EXPECT_EQ(j["id"], id);
+  EXPECT_EQ(j["status"], "cancelled");
+  EXPECT_EQ(j["output"][0]["status"], "incomplete");
+  EXPECT_EQ(j["output"][0]["content"][0]["text"].get<std::string>().rfind("w0 w1 w2 ", 0), 0u) << cancel->body;
+  EXPECT_EQ(engine_.cancel_count(), 1u);
+  ASSERT_TRUE(stream.read_until("event: response.cancelled\n")) << stream.got();
+  ASSERT_TRUE(stream.read_until("\r\n0\r\n\r\n")) << stream.got();  // the stream's end
+  stream.close();
+  const auto evs = response_events(stream.got());
+  ASSERT_FALSE(evs.empty());
+  EXPECT_EQ(dump_json(event_data(evs.back())["response"]), cancel->body);
+  EXPECT_EQ(stream.got().find("event: error"), std::string::npos) << stream.got();
+  auto again = c.Get(("/v1/responses/" + id).c_str());
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->body, cancel->body);
+  // Cancelled again, and a response that had finished: how each ended, nothing cancelled anew.
+  EXPECT_EQ(c.Post(("/v1/responses/" + id + "/cancel").c_str(), "", "application/json")->body, cancel->body);
+  auto finished = c.Post(("/v1/responses/" + done_id + "/cancel").c_str(), "", "application/json");
+  ASSERT_TRUE(finished);
+  EXPECT_EQ(finished->body, done->body);
+  EXPECT_EQ(engine_.cancel_count(), 1u);
+  // DELETE /v1/requests/{id} says the same.
+  EXPECT_EQ(ojson::parse(c.Delete(("/v1/requests/" + id).c_str())->body)["status"], "cancelled");
+
+  journal_->sync();
+  EXPECT_EQ(restart(), 1u);  // the finished one, computed again to answer it
+  EXPECT_EQ(engine_.replays(), 1u);
+  auto c2 = client();
+  auto restored = c2.Get(("/v1/responses/" + id).c_str());
+  ASSERT_TRUE(restored);
+  ASSERT_EQ(restored->status, 200) << restored->body;
+  const ojson k = ojson::parse(restored->body);
+  EXPECT_EQ(k["status"], "cancelled");
+  EXPECT_EQ(k["output"], j["output"]);
+  EXPECT_EQ(k["created_at"], j["created_at"]);
+  EXPECT_EQ(k["usage"]["output_tokens"], j["usage"]["output_tokens"]);
+  EXPECT_EQ(c2.Get(("/v1/responses/" + done_id).c_str())->body, done->body);
+}
+
+// A response the server stopped under (a crash, as far as the journal is concerned) is
+// resumed by the next start: its client's events and the rest after its Last-Event-ID are the
+// stream the new server renders, byte for byte, and a finished one answers the same object.
+TEST_F(ServerHttpJournal, ARestartResumesAnUnfinishedResponse) {
+  auto done = client().Post("/v1/responses", {{"Idempotency-Key", "done"}}, kResponse + "}", "application/json");
+  ASSERT_EQ(done->status, 200) << done->body;
+  const std::string done_id = ojson::parse(done->body)["id"];
+
+  engine_.stall_at = 3;
+  const std::string body = kResponse + R"(,"stream":true})";
+  OpenStream stream(port_, body, "/v1/responses", "Idempotency-Key: unfinished\r\n");
+  ASSERT_TRUE(stream.sent());
+  ASSERT_TRUE(stream.read_until("w2 "));
+  ASSERT_TRUE(stream.read_until("\n\n"));
+  const std::string id = stream.request_id();
+  ASSERT_EQ(id.rfind("resp_", 0), 0u) << stream.got();
+  const auto had = response_events(stream.got());
+  ASSERT_GE(had.size(), 5u) << stream.got();
+  journal_->sync();
+  // Shutting down: the engine's cancellation leaves the response unfinished in the journal.
+  server_->begin_shutdown();
+  const size_t submitted = engine_.submitted().size();
+  engine_.cancel(submitted);
+  ASSERT_TRUE(stream.read_until("\r\n0\r\n\r\n")) << stream.got();
+  stream.close();
+  engine_.stall_at = -1;
+  EXPECT_EQ(restart(), 2u);
+  EXPECT_EQ(engine_.submitted().size(), submitted + 2);
+
+  const std::string last_id = std::to_string(had.size() - 1);
+  auto rest = client().Post("/v1/responses", {{"Idempotency-Key", "unfinished"}, {"Last-Event-ID", last_id}}, body,
+                            "application/json");
+  ASSERT_TRUE(rest);
+  ASSERT_EQ(rest->status, 200) << rest->body;
+  std::vector<std::string> joined = had;
+  for (auto& e : response_events(rest->body)) joined.push_back(e);
+  auto whole = client().Get(("/v1/responses/" + id + "?stream=true").c_str());
+  ASSERT_TRUE(whole);
+  EXPECT_EQ(joined, response_events(whole->body));
+  const ojson last = event_data(joined.back());
+  EXPECT_EQ(last["type"], "response.incomplete");
+  EXPECT_EQ(last["response"]["output"][0]["content"][0]["text"], "w0 w1 w2 w3 w4 w5 ");
+  auto object = client().Get(("/v1/responses/" + id).c_str());
+  ASSERT_TRUE(object);
+  EXPECT_EQ(object->body, dump_json(last["response"]));
+  EXPECT_EQ(engine_.submitted().size(), submitted + 2);
+
+  // The finished response, computed again: the same bytes, by id and by its key.
+  EXPECT_EQ(client().Get(("/v1/responses/" + done_id).c_str())->body, done->body);
+  auto by_key = client().Post("/v1/responses", {{"Idempotency-Key", "done"}}, kResponse + "}", "application/json");
+  ASSERT_TRUE(by_key);
+  EXPECT_EQ(by_key->body, done->body);
 }
 
 }  // namespace
