@@ -1,8 +1,8 @@
 // `strata serve --journal` killed with SIGKILL at random points and restarted on the same
 // journal (node --test; run by crash_resume_test.cpp). Environment: STRATA_BINARY,
 // STRATA_MODEL_DIR (flash-tiny).
-// - Streaming and non-streaming requests, chat and completions, greedy and seeded (n = 2, a
-//   JSON mode, logprobs) are sent with an Idempotency-Key and sent again after every restart
+// - Streaming and non-streaming requests, chat, completions and responses, greedy and seeded
+//   (n = 2, a JSON mode, logprobs) are sent with an Idempotency-Key and sent again after every restart
 //   (a stream with the Last-Event-ID it had). Each client's joined answer is byte for byte the
 //   answer of a run that was never interrupted: nothing lost, nothing twice.
 // - Some restarts find a torn or corrupt journal tail: it is truncated and reported, and
@@ -61,16 +61,24 @@ const REQUESTS = [
   ['/v1/chat/completions', { messages: chat('The last one.'), max_tokens: 180, temperature: 0, ignore_eos: true }],
   ['/v1/completions', { prompt: 'Streamed logprobs', max_tokens: 100, temperature: 0.5, seed: 2, logprobs: 1, ignore_eos: true,
     stream: true }],
+  ['/v1/responses', { input: 'Write a long answer.', max_output_tokens: 240, temperature: 0, stream: true }],
+  ['/v1/responses', { instructions: 'Be brief.', input: 'A seeded one.', max_output_tokens: 200, temperature: 0.9, seed: 13 }],
 ].map(([path, body], i) => ({ path, body: JSON.stringify({ model: 'tiny', ...body }), stream: !!body.stream, key: 'crash-' + i,
   round: Math.floor((i * KILLS) / 12) }));  // when it is first sent: some arrive late
 
 // A sanitized build's reports (the test also runs against one).
 const SANITIZER = /Sanitizer|runtime error:/;
 
-// The answer without what differs between two runs by design: the response id and time.
+// The answer without what differs between two runs by design: the response id and time (a
+// response's item ids carry its id's own part).
 function normalize(text) {
-  return text.replace(/"id":"(chatcmpl|cmpl)-[A-Za-z0-9]+"/g, '"id":"ID"').replace(/"created":\d+/g, '"created":0');
+  for (const own of new Set([...text.matchAll(/"id":"resp_([A-Za-z0-9]+)"/g)].map((m) => m[1])))
+    text = text.replaceAll(own, 'ID');
+  return text.replace(/"id":"(chatcmpl|cmpl)-[A-Za-z0-9]+"/g, '"id":"ID"').replace(/"created(_at)?":\d+/g, '"created$1":0');
 }
+
+// The last event of a stream: [DONE], or a response's terminal event.
+const LAST_EVENT = /^data: \[DONE\]$|^event: response\.(completed|incomplete|failed|cancelled)$/m;
 
 // What must be equal: the whole answer; for a stream of several choices, each choice's events
 // in order (choices interleave by timing, in any run).
@@ -92,7 +100,7 @@ function comparable(client) {
 class Client {
   constructor(req) {
     this.req = req;
-    this.received = '';  // SSE events, each "id: ...\ndata: ...\n\n"
+    this.received = '';  // SSE events, each "id: ...\n[event: ...\n]data: ...\n\n"
     this.lastId = '';
     this.done = false;
     this.attempts = 0;
@@ -126,7 +134,7 @@ class Client {
           assert.ok(id, 'every event has an id: ' + block);
           this.lastId = id[1];
           this.received += block;
-          if (block.includes('data: [DONE]')) this.done = true;
+          if (LAST_EVENT.test(block)) this.done = true;
         }
       }
     } catch (e) {
