@@ -1,13 +1,14 @@
-// A completion request of `strata serve --journal`: every engine event of its choices, kept
-// while it runs and for the journal's retention after, so that its answer can be rendered
-// again from the start — for its own client, for one that reconnects to its stream with SSE's
-// Last-Event-ID, or for one that fetches the finished response. Rendering is a function of the
-// events alone, so a request resumed after a crash renders the same bytes.
+// A completion or response request of `strata serve --journal`: every engine event of its
+// choices, kept while it runs and for the journal's retention after, so that its answer can be
+// rendered again from the start — for its own client, for one that reconnects to its stream
+// with SSE's Last-Event-ID, or for one that fetches the finished response. Rendering is a
+// function of the events alone, so a request resumed after a crash renders the same bytes.
 //
-// Stream event ids: a chunk's id is the number of chunks sent so far for each choice,
-// "k0.k1...". Choices interleave differently from run to run, but each choice's own chunks do
-// not, so a reconnect skips exactly the chunks the client had, per choice. The usage chunk
-// carries "usage" and [DONE] "done".
+// A completion's stream event ids (a response's are its sequence numbers, resumable_response.h):
+// a chunk's id is the number of chunks sent so far for each choice, "k0.k1...". Choices
+// interleave differently from run to run, but each choice's own chunks do not, so a reconnect
+// skips exactly the chunks the client had, per choice. The usage chunk carries "usage" and
+// [DONE] "done".
 #pragma once
 #include <atomic>
 #include <chrono>

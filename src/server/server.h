@@ -55,8 +55,8 @@ struct ServerOptions {
   bool metrics_public = false;            // /metrics without the API key (for a scraper)
   LogFormat log_format = LogFormat::text;  // the per-request log lines (request_log.h)
   RequestLog::Sink log_sink;               // where they go; default stderr
-  // strata serve --journal: completions are journaled, resumable after a crash and fetchable
-  // again by id (resumable_request.h). Null: off.
+  // strata serve --journal: completions and responses are journaled, resumable after a crash
+  // and fetchable again by id (resumable_request.h, resumable_response.h). Null: off.
   Journal* journal = nullptr;
 };
 

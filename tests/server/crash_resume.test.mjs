@@ -9,6 +9,8 @@
 //   serving goes on. No run reports a sanitizer error; the last exits cleanly on SIGTERM.
 // - DELETE /v1/requests/{id} cancels a running stream, which ends with finish_reason
 //   "cancelled", and the next start does not compute it again but answers it as before.
+// - POST /v1/responses/{id}/cancel does the same for a response, whose stream ends with
+//   response.cancelled carrying the response object at status "cancelled".
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, appendFileSync, readFileSync, truncateSync, statSync } from 'node:fs';
@@ -256,3 +258,59 @@ test('DELETE cancels a running request and a restart answers it without computin
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('POST /v1/responses/{id}/cancel ends a response as cancelled and a restart answers it as before', { timeout: 120000 },
+  async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'strata_cancel_resp_'));
+    const journal = join(dir, 'journal');
+    let server = null;
+    try {
+      server = await startStrataServe(BIN, [...ARGS, '--journal', journal]);
+      const body = JSON.stringify({ model: 'tiny', input: 'Cancel me', max_output_tokens: 4000, temperature: 0,
+        stream: true });
+      const r = await fetch(server.url + '/v1/responses', { method: 'POST', headers: { 'Content-Type': 'application/json' },
+        body });
+      assert.equal(r.status, 200);
+      const id = r.headers.get('x-request-id');
+      assert.match(id, /^resp_/);
+      const reader = r.body.getReader();
+      const dec = new TextDecoder();
+      let text = dec.decode((await reader.read()).value, { stream: true });
+      const cancel = await fetch(server.url + '/v1/responses/' + id + '/cancel', { method: 'POST' });
+      assert.equal(cancel.status, 200);
+      const cancelled = await cancel.text();
+      const object = JSON.parse(cancelled);
+      assert.equal(object.id, id);
+      assert.equal(object.status, 'cancelled');
+      assert.ok(object.usage.output_tokens < 4000, JSON.stringify(object.usage));
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        text += dec.decode(value, { stream: true });
+      }
+      const last = text.trimEnd().split('\n\n').pop();
+      assert.match(last, /^id: \d+\nevent: response\.cancelled\ndata: /);
+      assert.equal(last.slice(last.indexOf('data: ') + 6),
+        '{"type":"response.cancelled","response":' + cancelled + ',"sequence_number":' + /^id: (\d+)/.exec(last)[1] + '}');
+      assert.equal(await (await fetch(server.url + '/v1/responses/' + id)).text(), cancelled);
+      server.proc.kill('SIGTERM');
+      assert.equal((await server.exited).code, 0);
+
+      server = await startStrataServe(BIN, [...ARGS, '--journal', journal]);
+      const restored = await fetch(server.url + '/v1/responses/' + id);
+      assert.equal(restored.status, 200);
+      const again = await restored.json();
+      assert.equal(again.status, 'cancelled');
+      assert.deepEqual(again.output, object.output);
+      assert.equal(again.usage.output_tokens, object.usage.output_tokens);
+      const metrics = await (await fetch(server.url + '/metrics')).text();
+      assert.match(metrics, /strata_generation_tokens_total 0\n/);  // nothing was computed again
+      server.proc.kill('SIGTERM');
+      const { code, err } = await server.exited;
+      assert.equal(code, 0, err);
+      assert.doesNotMatch(err, SANITIZER);
+    } finally {
+      if (server && server.proc.exitCode === null && server.proc.signalCode === null) server.proc.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
