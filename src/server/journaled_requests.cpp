@@ -120,7 +120,8 @@ bool Server::cancel_and_wait(ResumableRequest& rr, const httplib::Request& req, 
     }
   }
   for (uint64_t id : ids) backend_.cancel(id);  // finished ids are ignored by the engine
-  // The answer says how it ended: cancelled, or finished before the cancellation reached it.
+  // Its caller's answer says how it ended: cancelled, or finished before the cancellation
+  // reached it.
   {
     std::unique_lock lk(rr.mu);
     if (!rr.cv.wait_for(lk, std::chrono::seconds(30), [&] { return rr.finished == rr.events.size(); })) {
