@@ -69,6 +69,15 @@ bool Server::answer_known_key(const httplib::Request& req, httplib::Response& re
   }
   if (!rr) return false;
   name_trace(req, rr->meta.id);
+  // The same body can be valid at two endpoints; its answer is the first one's shape.
+  const char* first_path = rr->responses ? "/v1/responses"
+                           : rr->meta.id.rfind("chatcmpl-", 0) == 0 ? "/v1/chat/completions"
+                                                                     : "/v1/completions";
+  if (req.path != first_path) {
+    send_error(req, res, ApiError(409, "Idempotency-Key " + key + " belongs to request " + rr->meta.id + " of " +
+                                           first_path + ".", "invalid_request_error", "", "idempotency_key_reused"));
+    return true;
+  }
   if (rr->body != req.body) {
     send_error(req, res, ApiError(409, "Idempotency-Key " + key + " belongs to request " + rr->meta.id +
                                            ", whose body was different.", "invalid_request_error", "", "idempotency_key_reused"));

@@ -754,6 +754,8 @@ TEST_F(ServerHttpJournal, BadIdsKeysAndEventIdsAreAnswered) {
                       "application/json"),
                400);
   expect_error(c.Get("/v1/requests/chatcmpl-nosuchrequest"), 404);
+  // The key at another endpoint, even with a body valid there.
+  expect_error(c.Post("/v1/completions", {{"Idempotency-Key", "k2"}}, body, "application/json"), 409);
   // A stream resumed by a key the journal does not know is refused, not started again.
   const size_t submitted = engine_.submitted().size();
   expect_error(c.Post("/v1/chat/completions", {{"Idempotency-Key", "gone"}, {"Last-Event-ID", "2"}}, body,
