@@ -211,6 +211,26 @@ test('SIGKILL at random points: every answer equals the uninterrupted one', { ti
   }
 });
 
+// A restart on the journal that answers GET `path` without computing anything again, then
+// ends cleanly: the answer's JSON.
+async function answeredAfterRestart(journal, path) {
+  const server = await startStrataServe(BIN, [...ARGS, '--journal', journal]);
+  try {
+    const r = await fetch(server.url + path);
+    assert.equal(r.status, 200);
+    const json = await r.json();
+    const metrics = await (await fetch(server.url + '/metrics')).text();
+    assert.match(metrics, /strata_generation_tokens_total 0\n/);
+    server.proc.kill('SIGTERM');
+    const { code, err } = await server.exited;
+    assert.equal(code, 0, err);
+    assert.doesNotMatch(err, SANITIZER);
+    return json;
+  } finally {
+    if (server.proc.exitCode === null && server.proc.signalCode === null) server.proc.kill('SIGKILL');
+  }
+}
+
 test('DELETE cancels a running request and a restart answers it without computing it again', { timeout: 120000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'strata_cancel_'));
   const journal = join(dir, 'journal');
@@ -241,18 +261,10 @@ test('DELETE cancels a running request and a restart answers it without computin
     server.proc.kill('SIGTERM');
     assert.equal((await server.exited).code, 0);
 
-    server = await startStrataServe(BIN, [...ARGS, '--journal', journal]);
-    const restored = await fetch(server.url + '/v1/requests/' + id);
-    assert.equal(restored.status, 200);
-    const again = await restored.json();
+    server = null;
+    const again = await answeredAfterRestart(journal, '/v1/requests/' + id);
     assert.deepEqual(again.choices, whole.choices);
     assert.equal(again.usage.completion_tokens, whole.usage.completion_tokens);
-    const metrics = await (await fetch(server.url + '/metrics')).text();
-    assert.match(metrics, /strata_generation_tokens_total 0\n/);  // nothing was computed again
-    server.proc.kill('SIGTERM');
-    const { code, err } = await server.exited;
-    assert.equal(code, 0, err);
-    assert.doesNotMatch(err, SANITIZER);
   } finally {
     if (server && server.proc.exitCode === null && server.proc.signalCode === null) server.proc.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });
@@ -296,19 +308,11 @@ test('POST /v1/responses/{id}/cancel ends a response as cancelled and a restart 
       server.proc.kill('SIGTERM');
       assert.equal((await server.exited).code, 0);
 
-      server = await startStrataServe(BIN, [...ARGS, '--journal', journal]);
-      const restored = await fetch(server.url + '/v1/responses/' + id);
-      assert.equal(restored.status, 200);
-      const again = await restored.json();
+      server = null;
+      const again = await answeredAfterRestart(journal, '/v1/responses/' + id);
       assert.equal(again.status, 'cancelled');
       assert.deepEqual(again.output, object.output);
       assert.equal(again.usage.output_tokens, object.usage.output_tokens);
-      const metrics = await (await fetch(server.url + '/metrics')).text();
-      assert.match(metrics, /strata_generation_tokens_total 0\n/);  // nothing was computed again
-      server.proc.kill('SIGTERM');
-      const { code, err } = await server.exited;
-      assert.equal(code, 0, err);
-      assert.doesNotMatch(err, SANITIZER);
     } finally {
       if (server && server.proc.exitCode === null && server.proc.signalCode === null) server.proc.kill('SIGKILL');
       rmSync(dir, { recursive: true, force: true });
