@@ -28,6 +28,22 @@ ApiError unknown_request(const std::string& id) {
                   "invalid_request_error", "", "not_found");
 }
 
+// Why a request's Idempotency-Key cannot answer this POST: sent to another endpoint (the same
+// body can be valid at two; its answer has the first one's shape), or with another body.
+std::optional<ApiError> key_conflict(const ResumableRequest& rr, const httplib::Request& req) {
+  const std::string& key = rr.idempotency_key;
+  const char* first_path = rr.responses                             ? "/v1/responses"
+                           : rr.meta.id.rfind("chatcmpl-", 0) == 0 ? "/v1/chat/completions"
+                                                                   : "/v1/completions";
+  if (req.path != first_path)
+    return ApiError(409, "Idempotency-Key " + key + " belongs to request " + rr.meta.id + " of " + first_path + ".",
+                    "invalid_request_error", "", "idempotency_key_reused");
+  if (rr.body != req.body)
+    return ApiError(409, "Idempotency-Key " + key + " belongs to request " + rr.meta.id + ", whose body was different.",
+                    "invalid_request_error", "", "idempotency_key_reused");
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::shared_ptr<ResumableRequest> Server::track(const ApiRequest& r, const ResponseMeta& meta, const std::string& body,
@@ -69,18 +85,8 @@ bool Server::answer_known_key(const httplib::Request& req, httplib::Response& re
   }
   if (!rr) return false;
   name_trace(req, rr->meta.id);
-  // The same body can be valid at two endpoints; its answer is the first one's shape.
-  const char* first_path = rr->responses ? "/v1/responses"
-                           : rr->meta.id.rfind("chatcmpl-", 0) == 0 ? "/v1/chat/completions"
-                                                                     : "/v1/completions";
-  if (req.path != first_path) {
-    send_error(req, res, ApiError(409, "Idempotency-Key " + key + " belongs to request " + rr->meta.id + " of " +
-                                           first_path + ".", "invalid_request_error", "", "idempotency_key_reused"));
-    return true;
-  }
-  if (rr->body != req.body) {
-    send_error(req, res, ApiError(409, "Idempotency-Key " + key + " belongs to request " + rr->meta.id +
-                                           ", whose body was different.", "invalid_request_error", "", "idempotency_key_reused"));
+  if (const auto conflict = key_conflict(*rr, req)) {
+    send_error(req, res, *conflict);
     return true;
   }
   std::vector<int64_t> skip;
@@ -198,9 +204,7 @@ void Server::handle_journaled(Endpoint ep, const ApiRequest& r, const ResponseMe
   std::shared_ptr<ResumableRequest> existing;
   auto rr = track(r, meta, req.body, key, settings, &existing);
   if (!rr) {  // the same key came in meanwhile
-    if (existing->body != req.body)
-      return send_error(req, res, ApiError(409, "Idempotency-Key " + key + " belongs to another request.",
-                                           "invalid_request_error", "", "idempotency_key_reused"));
+    if (const auto conflict = key_conflict(*existing, req)) return send_error(req, res, *conflict);
     return serve_resumable(existing, existing->stream, events_had(*existing, ""), req, res);
   }
   try {
