@@ -26,7 +26,7 @@ RequestState::RequestState(uint64_t id_, int64_t arrival_, RequestSnapshot snap,
       prompt_tokens(snap.prompt_tokens),
       tokens(std::move(snap.tokens)),
       sampler(Sampler::from_bytes(snap.sampler)),
-      stops(StopMatcher::from_json(nlohmann::json::from_cbor(snap.stops))),
+      stops(StopMatcher::from_bytes(snap.stops)),
       decoder(tok, /*skip_special=*/true),
       on_event(std::move(cb)),
       submitted(clock::now()),
@@ -55,7 +55,7 @@ RequestSnapshot RequestState::snapshot(const std::string& model_type, const cach
     s.caches = cache::export_caches(state->cache_map(layout), layout);
   }
   s.sampler = sampler.to_bytes();
-  s.stops = nlohmann::json::to_cbor(stops.to_json());
+  s.stops = stops.to_bytes();
   return s;
 }
 

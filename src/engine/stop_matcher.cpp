@@ -97,4 +97,16 @@ StopMatcher StopMatcher::from_json(const nlohmann::json& j) {
   }
 }
 
+std::vector<uint8_t> StopMatcher::to_bytes() const { return nlohmann::json::to_cbor(to_json()); }
+
+StopMatcher StopMatcher::from_bytes(std::span<const uint8_t> bytes) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::from_cbor(bytes.begin(), bytes.end());
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("stop strings state: ") + e.what());
+  }
+  return from_json(j);
+}
+
 }  // namespace strata

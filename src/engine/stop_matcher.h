@@ -11,6 +11,7 @@
 // so the result depends only on the text, never on how it was split into deltas.
 // Matching is bytewise; for valid UTF-8 that only matches at character boundaries.
 #pragma once
+#include <span>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -44,6 +45,9 @@ class StopMatcher {
   // State for export/restore: stop strings, held text and whether it has stopped.
   nlohmann::json to_json() const;
   static StopMatcher from_json(const nlohmann::json& j);
+  // The same as CBOR (a request snapshot's bytes): from_bytes throws strata::Error on bad input.
+  std::vector<uint8_t> to_bytes() const;
+  static StopMatcher from_bytes(std::span<const uint8_t> bytes);
 
  private:
   size_t hold_length() const;
