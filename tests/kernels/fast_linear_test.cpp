@@ -14,6 +14,7 @@
 
 #include "core/numerics.h"
 #include "core/numfmt.h"
+#include "kernels/aligned_buffer.h"
 #include "kernels/dot.h"
 #include "kernels/dpbf16.h"
 #include "kernels/parallel.h"
@@ -94,15 +95,15 @@ std::vector<Isa> isas() {
 uint32_t bits(float f) { return std::bit_cast<uint32_t>(f); }
 
 // Every ISA against the definition, bit for bit.
-void expect_definition(const Weight& w, const std::vector<float>& x, int64_t rows, bool rb) {
+void expect_definition(const Weight& w, const float* x, int64_t rows, bool rb) {
   const LinearWeight& v = w.view;
   for (Isa isa : isas()) {
     std::vector<float> y(size_t(rows * v.out), -1.0f);
-    fast_linear_isa(isa, v, x.data(), rows, y.data(), rb);
+    fast_linear_isa(isa, v, x, rows, y.data(), rb);
     int bad = 0;
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t n = 0; n < v.out; ++n) {
-        float want = fast_dot_reference(v, n, x.data() + r * v.in);
+        float want = fast_dot_reference(v, n, x + r * v.in);
         if (rb) want = round_bf16(want);
         const float got = y[size_t(r * v.out + n)];
         if (bits(got) != bits(want) && bad++ < 3)
@@ -110,6 +111,9 @@ void expect_definition(const Weight& w, const std::vector<float>& x, int64_t row
       }
     EXPECT_EQ(bad, 0) << isa_name(isa) << " rows " << rows << " in " << v.in;
   }
+}
+void expect_definition(const Weight& w, const std::vector<float>& x, int64_t rows, bool rb) {
+  expect_definition(w, x.data(), rows, rb);
 }
 
 TEST(FastLinear, ReferenceIsTheEmulatedInstructionLaneByLane) {
@@ -150,6 +154,19 @@ TEST(FastLinear, EveryIsaGivesTheDefinitionsBits) {
       const auto x = make_x(c.a, rows, c.in, seed++);
       expect_definition(w, x, rows, rows % 2 == 0);
     }
+}
+
+TEST(FastLinear, F32WeightsReadAlignedRowsInPlace) {
+  // rows a multiple of 16 wide and 64-byte aligned are read where they lie, others copied first
+  const Weight w = make_weight(WeightFormat::f32, 24, 160, 5);
+  for (int64_t rows : {1, 4, 17, 40}) {
+    const auto x = make_x(Act::f32, rows, 160, uint32_t(6 + rows));
+    AlignedBuffer<float> buf(size_t(rows * 160 + 16));
+    for (int64_t skip : {0, 1}) {
+      std::copy(x.begin(), x.end(), buf.data() + skip);
+      expect_definition(w, buf.data() + skip, rows, rows % 2 == 0);
+    }
+  }
 }
 
 TEST(FastLinear, MixedRoutesInOneBatch) {

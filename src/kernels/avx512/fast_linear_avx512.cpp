@@ -696,6 +696,11 @@ void fast_linear(const LinearWeight& w, const float* x, int64_t rows, const uint
     route_product<true>(w, xb.data(), bi, y, rb);
   }
   if (!fi.empty()) {
+    // f32 weights (mHC's mixes: few outputs against a prefill's many wide rows) read rows that
+    // need no padding in place (their stride is then kpad): copying them was most of the time
+    if (w.format == WeightFormat::f32 && int64_t(fi.size()) == rows && in == k16 &&
+        reinterpret_cast<uintptr_t>(x) % 64 == 0)
+      return route_product<false>(w, x, fi, y, rb);
     AlignedBuffer<float> xf;
     xf.reserve(size_t(int64_t(fi.size()) * k16));
     for (size_t j = 0; j < fi.size(); ++j) {
