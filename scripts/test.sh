@@ -59,7 +59,14 @@ timed_build sanitize
 # does not; the long goldens repeat the code paths of the short ones, pro-tiny's speculation
 # cases flash-tiny's, and the Qwen3.5 client test the server code of the DeepSeek-V4 one. They
 # run in the release suites above; here they would be a sixth of the sanitized suite's time.
+# So do the command-line cases that check which value a choice takes (numerics flag against
+# environment, a seed given or drawn) or that one command's output equals another's (MTP
+# speculation, a checkpoint without MTP, the chat template, make-model's thread count, bench's
+# structured-output cost): each runs whole generations in sanitized subprocesses, 15-35 s apiece,
+# through code the in-process engine and server cases and the other command-line cases run too.
 sanitize_skip='^Profiles/(Dsv4Forward|Dsv4Batch|Qwen35Model|Qwen35Engine|DsaEngine|Engine)EveryProfile\..*/fast( |$)|^(Dsv4|Qwen35)LogitsGoldenFast\.|^(Dsv4|Qwen35)LogitsGolden\..*(300|Across128|Prefill1[2-5]0)|^ServerEndToEnd\.OpenAIClientAgainstQwen35$|^Presets/SpeculativeModel\..*"pro-tiny"$'
+sanitize_skip+='|^NumericsCli\.(WithoutTheFlagStrataNumericsChooses|TheFlagBeatsStrataNumerics|WithNeitherTheCommandsDefault)$|^ServeNumerics\.FlagThenEnvironmentThenDefault$|^Generate\.RandomSeedWithoutSeedOptionSameOutputWithIt$'
+sanitize_skip+='|^Qwen35Cli\.(SpeculativeGenerationPrintsTheSameIds|CheckpointWithoutMtpDecodesAndRefusesSpeculation|ChatUsesTheCheckpointsTemplate)$|^MakeModel\.SameSeedSameBytesAtAnyThreadCount$|^Bench\.StructuredOutputCostAgainstFreeDecoding$'
 run_suite sanitize build/sanitize '' "$sanitize_skip" ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 echo "== fuzz (${STRATA_FUZZ_SECONDS:-30} s a target)"
