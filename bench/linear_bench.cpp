@@ -105,6 +105,9 @@ void BM_Fp8Wqb(benchmark::State& st) { run(st, WeightFormat::fp8, 32768, 1024); 
 // FP8 wq_a's shape (1024 x 4096) from memory and a 128-row slice of it from L2
 void BM_Fp8Wqa(benchmark::State& st) { run(st, WeightFormat::fp8, 1024, 4096); }
 void BM_Fp8WqaL2(benchmark::State& st) { run(st, WeightFormat::fp8, 128, 4096, false, true); }
+// A prefill's widest FP8 product (4096 x 8192) and a narrow one (512 x 4096), many rows
+void BM_Fp8Wide(benchmark::State& st) { run(st, WeightFormat::fp8, 4096, 8192); }
+void BM_Fp8Narrow(benchmark::State& st) { run(st, WeightFormat::fp8, 512, 4096); }
 void BM_Bf16Head(benchmark::State& st) { run(st, WeightFormat::bf16, 16384, 4096); }
 void BM_Bf16HeadL2(benchmark::State& st) { run(st, WeightFormat::bf16, 64, 4096, false, true); }
 // Few outputs over many activation rows: mHC's 24 mixes of the flattened streams (f32, hc·d
@@ -124,6 +127,8 @@ BENCHMARK(BM_Fp4ExpertIntL2)->Arg(1)->Arg(4)->Arg(6)->Arg(8)->Arg(16)->Arg(256)-
 BENCHMARK(BM_Fp8Wqb)->Arg(1)->Arg(2)->Arg(3)->Arg(4)->Arg(16)->Arg(128)->UseRealTime();
 BENCHMARK(BM_Fp8Wqa)->Arg(1)->Arg(2)->Arg(3)->Arg(4)->Arg(8)->Arg(16)->Arg(256)->UseRealTime();
 BENCHMARK(BM_Fp8WqaL2)->Arg(1)->Arg(4)->Arg(16)->Arg(32)->Arg(256)->UseRealTime();
+BENCHMARK(BM_Fp8Wide)->Arg(256)->UseRealTime();
+BENCHMARK(BM_Fp8Narrow)->Arg(256)->UseRealTime();
 BENCHMARK(BM_Bf16Head)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(16)->Arg(32)->Arg(128)->UseRealTime();
 BENCHMARK(BM_Bf16HeadL2)->Arg(1)->Arg(4)->Arg(8)->Arg(32)->UseRealTime();
 BENCHMARK(BM_Bf16QwenGateUp)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(16)->Arg(64)->Arg(256)->UseRealTime();

@@ -7,6 +7,7 @@ pkgs=(
   g++ cmake ninja-build pkg-config make git ca-certificates ccache
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcpp-httplib-dev libpcre2-dev libcli11-dev
+  zlib1g-dev  # the request journal's record CRCs (src/server/journal_file.cpp)
   chromium  # headless, for the web chat page's test (tests/server/web_chat_test.cpp)
   clang libclang-rt-14-dev  # libFuzzer and the sanitizer runtimes for the fuzz targets (fuzz/)
   libopenmpi-dev openmpi-bin  # expert parallelism over MPI (src/dist) and its mpirun tests (tests/dist)

@@ -1,6 +1,8 @@
 #include "server/journal_file.h"
 
-#include <array>
+#include <zlib.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -10,16 +12,6 @@ namespace strata::server {
 namespace {
 
 using json = nlohmann::json;
-
-std::array<uint32_t, 256> crc_table() {
-  std::array<uint32_t, 256> t{};
-  for (uint32_t i = 0; i < 256; ++i) {
-    uint32_t c = i;
-    for (int k = 0; k < 8; ++k) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-    t[i] = c;
-  }
-  return t;
-}
 
 void put32(std::vector<uint8_t>& out, uint32_t v) {
   for (int i = 0; i < 4; ++i) out.push_back(uint8_t(v >> (8 * i)));
@@ -32,10 +24,14 @@ bool is_uint(const json& j, const char* k) { return j.contains(k) && j[k].is_num
 }  // namespace
 
 uint32_t crc32(std::span<const uint8_t> bytes) {
-  static const std::array<uint32_t, 256> table = crc_table();
-  uint32_t c = 0xFFFFFFFFu;
-  for (uint8_t b : bytes) c = table[(c ^ b) & 0xFF] ^ (c >> 8);
-  return c ^ 0xFFFFFFFFu;
+  // zlib's CRC-32 (the IEEE polynomial, as gzip and PNG use): the records' CRC field
+  uLong c = ::crc32(0L, Z_NULL, 0);
+  for (size_t at = 0; at < bytes.size();) {  // zlib takes a uInt length
+    const size_t n = std::min<size_t>(bytes.size() - at, size_t(1) << 30);
+    c = ::crc32(c, bytes.data() + at, uInt(n));
+    at += n;
+  }
+  return uint32_t(c);
 }
 
 std::vector<uint8_t> journal_record(const json& payload) {
