@@ -2,7 +2,8 @@
 // together exceed the last-level cache, as a decode step's weights do): weight GB/s and fp64
 // multiply-adds per second, for one activation row (decode GEMV) and several (batched decode,
 // verification, prefill). Shapes are V4-Flash's: routed expert w1 (2048 × 4096, FP4), attention
-// wq_b (32768 × 1024, FP8), the bf16 head slice (16384 × 4096), Qwen3.5-0.8B's
+// wq_b (32768 × 1024, FP8), a prefill's widest FP8 product (4096 × 8192) and a narrow one
+// (512 × 4096), the bf16 head slice (16384 × 4096), Qwen3.5-0.8B's
 // bf16 gate/up projection (3584 × 1024, 7 MB: a small matrix read once a step; its L2 slice; a
 // 32768-row slice of its tied head, against an fp32 activation), and two few-output products that
 // prefill runs over many rows (mHC's f32 24 × 16384 mixes, the indexer's bf16 64 × 4096 head weights).
