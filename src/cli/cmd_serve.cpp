@@ -56,6 +56,9 @@ class EngineBackend final : public server::Backend {
   uint64_t submit(engine::Request r, engine::EventCallback cb) override { return e_.submit(std::move(r), std::move(cb)); }
   void cancel(uint64_t id) override { e_.cancel(id); }
   std::vector<engine::Event> replay(engine::Request r) override { return e_.replay(std::move(r)); }
+  uint64_t import_request(const std::string& path, engine::EventCallback cb) override {
+    return e_.import_request(path, std::move(cb));
+  }
   engine::EngineMetrics metrics() override { return e_.metrics(); }
   std::vector<engine::RequestInfo> requests() override { return e_.requests(); }
 
@@ -136,8 +139,8 @@ void run_serve(const ServeOpts& o) {
   const int port = srv.bind();
   if (journal) {
     const size_t resumed = srv.resume_journal();
-    std::fprintf(stderr, "strata serve: journal %s, fsync every %d ms: %zu requests resumed\n", journal->path().c_str(),
-                 o.journal_sync_ms, resumed);
+    std::fprintf(stderr, "strata serve: journal %s, fsync every %d ms: %zu requests resumed (%zu choices from snapshots)\n",
+                 journal->path().c_str(), o.journal_sync_ms, resumed, srv.choices_from_snapshots());
   }
   std::fprintf(stderr, "strata serve: model %s, listening on http://%s:%d\n", so.model.id.c_str(), o.host.c_str(), port);
   std::fprintf(stderr, "strata serve: numerics %s\n", std::string(numerics_name(active_numerics())).c_str());
@@ -171,7 +174,10 @@ void run_serve(const ServeOpts& o) {
     while (srv.active_requests() > 0) {
       if (!cancelled && (next_signal() || std::chrono::steady_clock::now() > deadline)) {
         std::fprintf(stderr, "strata serve: cancelling %d requests\n", srv.active_requests());
-        eng.shutdown(/*drain=*/false);
+        // journaled ones leave snapshots, so that the next start continues them without
+        // computing their tokens again
+        if (journal) eng.shutdown_with_snapshots([&](uint64_t id) { return srv.shutdown_snapshot_path(id); });
+        else eng.shutdown(/*drain=*/false);
         cancelled = true;
       } else if (cancelled) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <deque>
 #include <future>
 #include <map>
@@ -79,6 +80,7 @@ struct Engine::Impl {
   std::vector<std::shared_ptr<ExportJob>> exports;
   bool stopped = false;                    // the engine thread has exited
   bool stopping = false, drain = false;
+  SnapshotPath shutdown_snapshots;         // set with stopping (shutdown_with_snapshots)
   uint64_t next_id = 1;
   int64_t next_arrival = 0;
   EngineMetrics m;                         // counters and samples, under mu
@@ -386,6 +388,14 @@ void Engine::shutdown(bool drain) {
   if (I.thread.joinable()) I.thread.join();
 }
 
+void Engine::shutdown_with_snapshots(SnapshotPath path) {
+  {
+    std::lock_guard lk(impl_->mu);
+    if (!impl_->stopping) impl_->shutdown_snapshots = std::move(path);
+  }
+  shutdown(/*drain=*/false);
+}
+
 // Ends a request: its cache is freed and the counters (outcome, running, pool bytes) are
 // updated before its last event is delivered, so a caller that sees the event sees them too.
 void Engine::Impl::finish(Req& r, Event ev, bool was_running) {
@@ -686,6 +696,24 @@ bool Engine::Impl::step() {
   {
     std::unique_lock lk(mu);
     const bool cancel_all = stopping && !drain;
+    if (cancel_all && shutdown_snapshots) {
+      // after the last step and before the cancellations: each snapshot holds every token
+      // its request's events carried
+      auto write = [&](const Req& r) {
+        const std::string path = shutdown_snapshots(r->id);
+        if (path.empty()) return;
+        try {
+          write_snapshot(path, r->snapshot(model->facts().model_type, export_layout));
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "strata: request %llu: no snapshot at shutdown: %s\n", (unsigned long long)r->id,
+                       e.what());
+        }
+      };
+      for (const auto& r : running)
+        if (r) write(r);
+      for (const auto& r : waiting) write(r);
+      shutdown_snapshots = nullptr;
+    }
     // Cancellations first: their cache is gone before this step runs.
     for (auto it = waiting.begin(); it != waiting.end();)
       if (cancel_all || cancels.count((*it)->id)) ended_cancelled.push_back(std::move(*it)), it = waiting.erase(it);

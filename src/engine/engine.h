@@ -145,6 +145,12 @@ class Engine {
   // Stops accepting requests; drain = finish running and waiting requests first, otherwise
   // cancel them. Returns when the engine thread has stopped.
   void shutdown(bool drain);
+  // Where a request cancelled by a shutdown leaves its snapshot (export_request's file, taken
+  // after its last step, so it holds every token its events carried); "" for none.
+  using SnapshotPath = std::function<std::string(uint64_t request_id)>;
+  // shutdown(false), first writing the snapshot of each request `path` names a file for. A
+  // snapshot that cannot be written is reported on stderr; its request is cancelled as the others.
+  void shutdown_with_snapshots(SnapshotPath path);
 
   // Writes the request's full state (every cache kind, position, tokens, sampler and stop
   // state) to `path`, taken between two steps; the request goes on. Blocks until written;

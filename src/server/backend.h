@@ -2,8 +2,10 @@
 // the routes are tested against a scripted double and served by the real engine (cmd_serve).
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "engine/engine.h"
 
 namespace strata::server {
@@ -17,6 +19,11 @@ class Backend {
   // As engine::Engine::replay: a request's events from the tokens it generated, computing nothing.
   virtual std::vector<engine::Event> replay(engine::Request r) = 0;
   virtual engine::EngineMetrics metrics() = 0;
+  // As engine::Engine::import_request. A backend without an engine (a test double) has none.
+  virtual uint64_t import_request(const std::string& path, engine::EventCallback on_event) {
+    (void)on_event;
+    throw Error(path + ": this backend restores no snapshots");
+  }
   // As engine::Engine::requests. A backend without an engine (a test double) has none.
   virtual std::vector<engine::RequestInfo> requests() { return {}; }
 };

@@ -4,10 +4,13 @@
 // cancelled by their clients, rebuilt from it.
 #include <httplib.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 
 #include "core/error.h"
+#include "engine/request_snapshot.h"
 #include "server/api_error.h"
 #include "server/journal.h"
 #include "server/responses_request.h"
@@ -149,21 +152,32 @@ bool Server::cancel_and_wait(ResumableRequest& rr, const httplib::Request& req, 
 }
 
 void Server::submit_resumable(const std::shared_ptr<ResumableRequest>& rr, std::vector<engine::Request> reqs,
-                              const std::vector<int64_t>& skip) {
+                              const std::vector<int64_t>& skip, const std::vector<std::string>& snapshots) {
   std::vector<uint64_t> ids;
   try {
     for (size_t c = 0; c < reqs.size(); ++c) {
       Journal* j = opt_.journal;
       const int64_t sk = skip[c];
       // The callback holds the request: it lives as long as its engine requests.
-      ids.push_back(backend_.submit(std::move(reqs[c]), [this, rr, c, j, sk](const engine::Event& e) {
+      auto on_event = [this, rr, c, j, sk](const engine::Event& e) {
         const auto [index, done] = rr->add(c, e);
         if (index >= sk) j->append(rr->journal_seq, c, e.token);
         // Cancelled by a shutdown: left unfinished in the journal, to be resumed at the next
         // start. Cancelled by its client: ended as such, never resumed.
         if (done && (rr->cancelled || !(e.cancelled && shutting_down_)))
           j->end(rr->journal_seq, rr->cancelled && rr->ended_by_cancel());
-      }));
+      };
+      if (c < snapshots.size() && !snapshots[c].empty()) {
+        // the journaled tokens' events (all but replay's closing one), then the snapshot's
+        // request, which goes on from the state they left
+        std::vector<engine::Event> before = backend_.replay(std::move(reqs[c]));
+        const bool ended = !before.back().cancelled;  // the tokens end it: nothing to continue
+        if (!ended) before.pop_back();
+        for (const engine::Event& e : before) on_event(e);
+        ids.push_back(ended ? 0 : backend_.import_request(snapshots[c], std::move(on_event)));  // 0: no request
+      } else {
+        ids.push_back(backend_.submit(std::move(reqs[c]), std::move(on_event)));
+      }
       bool cancelled;
       {
         std::lock_guard lk(rr->mu);
@@ -262,6 +276,42 @@ void Server::serve_stream(const std::shared_ptr<ResumableRequest>& rr, std::shar
       [this](bool) { --active_; });
 }
 
+std::string Server::snapshot_file(uint64_t seq, size_t c) const {
+  const auto dir = std::filesystem::path(opt_.journal->path()).parent_path() / "snapshots";
+  return (dir / (std::to_string(seq) + "-" + std::to_string(c) + ".snapshot")).string();
+}
+
+std::string Server::shutdown_snapshot_path(uint64_t engine_id) {
+  if (!opt_.journal) return "";
+  size_t c = 0;
+  const auto rr = resumable_.by_engine_id(engine_id, &c);
+  if (!rr || rr->cancelled) return "";
+  const std::string f = snapshot_file(rr->journal_seq, c);
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(f).parent_path(), ec);
+  return ec ? "" : f;
+}
+
+namespace {
+
+// A shutdown's snapshot continues a choice only when it holds exactly the prompt and the
+// journaled tokens (a snapshot left by an older run, or torn, is not used).
+bool usable_snapshot(const std::string& path, const std::vector<int32_t>& prompt, const std::vector<int32_t>& toks) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return false;
+  try {
+    const engine::RequestSnapshot snap = engine::read_snapshot(path);
+    return snap.tokens.size() == prompt.size() + toks.size() &&
+           std::equal(prompt.begin(), prompt.end(), snap.tokens.begin()) &&
+           std::equal(toks.begin(), toks.end(), snap.tokens.begin() + std::ptrdiff_t(prompt.size()));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "strata serve: journal: snapshot %s is not used: %s\n", path.c_str(), e.what());
+    return false;
+  }
+}
+
+}  // namespace
+
 size_t Server::resume_journal() {
   if (!opt_.journal) return 0;
   size_t resumed = 0;
@@ -299,14 +349,20 @@ size_t Server::resume_journal() {
         continue;
       }
       std::vector<int64_t> skip;
+      std::vector<std::string> snapshots(r.choices());
       for (size_t c = 0; c < r.choices(); ++c) {
         engine::Request& er = reqs[c];
         const auto& toks = e.tokens[c];
         skip.push_back(int64_t(toks.size()));
+        if (er.sampling.logprobs) continue;  // not journaled: computed again from the prompt
+        if (usable_snapshot(snapshot_file(e.seq, c), er.prompt, toks)) {
+          snapshots[c] = snapshot_file(e.seq, c);
+          er.accepted.assign(toks.begin(), toks.end());  // replayed, not computed
+          continue;
+        }
         // The last journaled token is computed again: with it the request may have ended (its
-        // end record is written after it). Logprobs are not journaled, so such a choice is
-        // computed again from its prompt.
-        if (!er.sampling.logprobs && !toks.empty()) {
+        // end record is written after it).
+        if (!toks.empty()) {
           er.accepted.assign(toks.begin(), toks.end() - 1);
           er.report_accepted = true;
         }
@@ -314,7 +370,8 @@ size_t Server::resume_journal() {
       auto rr = track(r, meta, body, key, s);
       if (!rr) throw Error("its Idempotency-Key is another request's");
       rr->journal_seq = e.seq;
-      submit_resumable(rr, std::move(reqs), skip);
+      submit_resumable(rr, std::move(reqs), skip, snapshots);
+      for (const std::string& f : snapshots) from_snapshots_ += f.empty() ? 0 : 1;
       ++resumed;
     } catch (const std::exception& ex) {
       std::fprintf(stderr, "strata serve: journal: request %s is not %s: %s\n", e.key.c_str(),
@@ -322,6 +379,9 @@ size_t Server::resume_journal() {
       opt_.journal->end(e.seq);
     }
   }
+  // Read by now (import_request reads its file whole); a later shutdown writes its own.
+  std::error_code ec;
+  std::filesystem::remove_all(std::filesystem::path(opt_.journal->path()).parent_path() / "snapshots", ec);
   return resumed;
 }
 

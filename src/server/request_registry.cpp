@@ -1,5 +1,7 @@
 #include "server/request_registry.h"
 
+#include <vector>
+
 namespace strata::server {
 
 bool RequestRegistry::add(const std::shared_ptr<ResumableRequest>& rr, std::chrono::steady_clock::duration retain,
@@ -36,6 +38,24 @@ std::shared_ptr<ResumableRequest> RequestRegistry::by_key(const std::string& key
   std::lock_guard lk(mu_);
   auto it = keys_.find(key);
   return it == keys_.end() ? nullptr : by_id_.at(it->second);
+}
+
+std::shared_ptr<ResumableRequest> RequestRegistry::by_engine_id(uint64_t engine_id, size_t* choice) {
+  std::vector<std::shared_ptr<ResumableRequest>> all;
+  {
+    std::lock_guard lk(mu_);  // never held with a request's own lock
+    for (const auto& [id, rr] : by_id_) all.push_back(rr);
+  }
+  for (const auto& rr : all) {
+    std::lock_guard lk(rr->mu);
+    for (size_t c = 0; c < rr->engine_ids.size(); ++c)
+      if (rr->engine_ids[c] == engine_id &&
+          (c >= rr->events.size() || rr->events[c].empty() || rr->events[c].back().kind != engine::EventKind::finished)) {
+        *choice = c;
+        return rr;
+      }
+  }
+  return nullptr;
 }
 
 void RequestRegistry::remove(const ResumableRequest& rr) {

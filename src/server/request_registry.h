@@ -22,6 +22,8 @@ class RequestRegistry {
   // Null when unknown.
   std::shared_ptr<ResumableRequest> by_id(const std::string& id);
   std::shared_ptr<ResumableRequest> by_key(const std::string& key);
+  // The request whose unfinished choice `*choice` is engine request `engine_id`; null when none is.
+  std::shared_ptr<ResumableRequest> by_engine_id(uint64_t engine_id, size_t* choice);
   // Forgets a request that never ran (it could not be journaled or submitted).
   void remove(const ResumableRequest& rr);
 

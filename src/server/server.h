@@ -81,6 +81,12 @@ class Server {
   // cancelled from their tokens without computing them; call before serve(). A request that
   // cannot be resumed or restored is reported on stderr and dropped. Returns the number resumed.
   size_t resume_journal();
+  // Choices resume_journal() continued from a shutdown's snapshot instead of computing them
+  // again from their prompts.
+  size_t choices_from_snapshots() const { return from_snapshots_; }
+  // With a journal: where the engine request `engine_id` (a journaled choice still running)
+  // leaves its snapshot when a shutdown cancels it; "" for any other request.
+  std::string shutdown_snapshot_path(uint64_t engine_id);
 
  private:
   struct Exchange;
@@ -125,9 +131,13 @@ class Server {
   // and POST /v1/responses/{id}/cancel.
   void retrieve_response(const httplib::Request& req, httplib::Response& res);
   void cancel_response(const httplib::Request& req, httplib::Response& res);
-  // Submits its choices: skip[c] tokens of choice c are in the journal already.
+  // Submits its choices: skip[c] tokens of choice c are in the journal already. A choice with
+  // a snapshot (snapshots[c] not empty) continues from it; its journaled tokens' events are
+  // rebuilt first (Backend::replay).
   void submit_resumable(const std::shared_ptr<ResumableRequest>& rr, std::vector<engine::Request> reqs,
-                        const std::vector<int64_t>& skip);
+                        const std::vector<int64_t>& skip, const std::vector<std::string>& snapshots = {});
+  // The file a shutdown's snapshot of journaled request `seq`'s choice `c` goes to.
+  std::string snapshot_file(uint64_t seq, size_t c) const;
   void serve_resumable(const std::shared_ptr<ResumableRequest>& rr, bool stream, std::vector<int64_t> skip,
                        const httplib::Request& req, httplib::Response& res);
   // The stream a renderer (StreamRenderer, ResponseStreamRenderer) makes of the request.
@@ -156,6 +166,7 @@ class Server {
   RequestRegistry resumable_;
   std::atomic<bool> shutting_down_{false};
   std::atomic<int> active_{0};
+  size_t from_snapshots_ = 0;  // resume_journal's count
   int port_ = 0;
 };
 

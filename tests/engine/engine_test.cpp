@@ -643,6 +643,72 @@ TEST(Engine, ShutdownDuringAStepStillCancelsEveryRequest) {
 namespace strata::engine {
 namespace {
 
+// A shutdown with snapshots writes one for each request its callback names, after the last
+// step: the snapshot holds exactly the tokens the request's events carried, and imported into a
+// fresh engine the request goes on as if never stopped. Requests it names no file for get none.
+TEST(Engine, ShutdownWithSnapshotsLeavesTheNamedRequestsWhereTheyStopped) {
+  auto& s = shared();
+  Request r;
+  r.id = 77;
+  for (int t = 0; t < 40; ++t) r.prompt.push_back(int32_t(2000 + 7 * t));
+  r.sampling.temperature = 0.8;
+  r.sampling.seed = 5;
+  r.sampling.ignore_eos = true;
+  r.sampling.max_tokens = 40;
+  const Outcome expect = run_alone(r);
+  ASSERT_EQ(expect.tokens.size(), 40u);
+
+  const std::string dir = std::filesystem::temp_directory_path() / ("strata_shutdown_snap_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/named";
+  EngineOptions opt;
+  opt.max_context = 512;
+  Collector c;
+  std::vector<std::string> asked;
+  {
+    Engine eng(s.model, s.tok, opt);
+    std::promise<void> five;
+    int seen = 0;
+    eng.submit(r, [&, cb = c.callback()](const Event& e) {
+      cb(e);
+      if (e.kind == EventKind::token && ++seen == 5) five.set_value();
+    });
+    Request other = r;
+    other.id = 78;
+    eng.submit(other, c.callback());
+    five.get_future().wait();
+    eng.shutdown_with_snapshots([&](uint64_t id) {
+      asked.push_back(std::to_string(id));
+      return id == r.id ? path : std::string();
+    });
+  }
+  EXPECT_EQ(asked.size(), 2u);
+  ASSERT_EQ(c.out.size(), 2u);
+  const Outcome& a = c.out[r.id];
+  EXPECT_TRUE(a.cancelled);
+  ASSERT_GE(a.tokens.size(), 5u);
+  ASSERT_LT(a.tokens.size(), 40u);
+  const RequestSnapshot snap = read_snapshot(path);
+  std::vector<int32_t> carried = r.prompt;
+  carried.insert(carried.end(), a.tokens.begin(), a.tokens.end());
+  EXPECT_EQ(snap.tokens, carried);
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator()), 1);
+
+  Collector second;
+  {
+    Engine eng(s.model, s.tok, opt);
+    eng.import_request(path, second.callback());
+    second.wait_all(1);
+  }
+  ASSERT_EQ(second.out.size(), 1u);
+  const Outcome& b = second.out.begin()->second;
+  std::vector<int32_t> tokens = a.tokens;
+  tokens.insert(tokens.end(), b.tokens.begin(), b.tokens.end());
+  EXPECT_EQ(tokens, expect.tokens);
+  EXPECT_EQ(b.finish, FinishReason::length);
+  std::filesystem::remove_all(dir);
+}
+
 // Export mid-generation, cancel, import into a fresh engine: the first engine's tokens up to
 // the snapshot followed by the restored request's tokens equal generate() alone.
 TEST(Engine, ExportImportContinuesIdentically) {

@@ -11,6 +11,8 @@
 //   "cancelled", and the next start does not compute it again but answers it as before.
 // - POST /v1/responses/{id}/cancel does the same for a response, whose stream ends with
 //   response.cancelled carrying the response object at status "cancelled".
+// - A SIGTERM that cancels a running journaled request (--shutdown-timeout 0) leaves its
+//   snapshot; the next start continues it from there, and its answer equals an uninterrupted one.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, appendFileSync, readFileSync, truncateSync, statSync } from 'node:fs';
@@ -316,6 +318,49 @@ test('POST /v1/responses/{id}/cancel ends a response as cancelled and a restart 
       assert.equal(again.status, 'cancelled');
       assert.deepEqual(again.output, object.output);
       assert.equal(again.usage.output_tokens, object.usage.output_tokens);
+    } finally {
+      if (server && server.proc.exitCode === null && server.proc.signalCode === null) server.proc.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+test('a shutdown that cancels a journaled request leaves its snapshot: the restart continues from it', { timeout: 120000 },
+  async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'strata_snapshot_'));
+    const journal = join(dir, 'journal');
+    let server = null;
+    try {
+      const request = { model: 'tiny', prompt: 'Continue me', max_tokens: 300, temperature: 0.9, seed: 7, ignore_eos: true };
+      server = await startStrataServe(BIN, [...ARGS]);
+      const expected = await (await fetch(server.url + '/v1/completions', { method: 'POST',
+        headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(request) })).json();
+      server.proc.kill('SIGTERM');
+      assert.equal((await server.exited).code, 0);
+
+      server = await startStrataServe(BIN, [...ARGS, '--journal', journal, '--shutdown-timeout', '0']);
+      const r = await fetch(server.url + '/v1/completions', { method: 'POST',
+        headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ ...request, stream: true }) });
+      assert.equal(r.status, 200);
+      const id = r.headers.get('x-request-id');
+      const reader = r.body.getReader();
+      await reader.read();  // under way
+      server.proc.kill('SIGTERM');
+      for (;;) if ((await reader.read()).done) break;
+      const stopped = await server.exited;
+      assert.equal(stopped.code, 0, stopped.err);
+      assert.match(stopped.err, /cancelling 1 requests/);
+      assert.doesNotMatch(stopped.err, /no snapshot/);
+
+      server = await startStrataServe(BIN, [...ARGS, '--journal', journal]);
+      const whole = await (await fetch(server.url + '/v1/requests/' + id)).json();
+      server.proc.kill('SIGTERM');
+      const { code, err } = await server.exited;
+      assert.equal(code, 0, err);
+      assert.match(err, /1 requests resumed \(1 choices from snapshots\)/);
+      assert.doesNotMatch(err, SANITIZER);
+      assert.equal(whole.choices[0].text, expected.choices[0].text);
+      assert.equal(whole.choices[0].finish_reason, expected.choices[0].finish_reason);
+      assert.deepEqual(whole.usage, expected.usage);
     } finally {
       if (server && server.proc.exitCode === null && server.proc.signalCode === null) server.proc.kill('SIGKILL');
       rmSync(dir, { recursive: true, force: true });

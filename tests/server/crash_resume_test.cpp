@@ -1,7 +1,8 @@
 // Runs tests/server/crash_resume.test.mjs (node --test, Node's standard library only) against
 // the real `strata serve --journal` on a flash-tiny model made in a temporary directory: killed
 // with SIGKILL at random points and restarted, every client's answer equals an uninterrupted one;
-// a request cancelled with DELETE is not computed again after a restart, yet answers as before.
+// a request cancelled with DELETE is not computed again after a restart, yet answers as before;
+// one a shutdown cancelled continues from the snapshot it left.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
