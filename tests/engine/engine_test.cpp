@@ -131,7 +131,9 @@ TEST(Engine, FiftyConcurrentRequestsOnASmallPoolAllComplete) {
     const Outcome& got = c.out[reqs[i].id];
     EXPECT_TRUE(got.error.empty()) << got.error;
     EXPECT_EQ(got.generated_tokens, *reqs[i].sampling.max_tokens) << reqs[i].id;
-    if (i % 5 == 0) EXPECT_TRUE(got == run_alone(reqs[i])) << reqs[i].id;
+    if (i % 5 == 0) {
+      EXPECT_TRUE(got == run_alone(reqs[i])) << reqs[i].id;
+    }
   }
   const auto m = eng.metrics();
   EXPECT_EQ(m.finished, 50);
