@@ -56,8 +56,8 @@ class EngineBackend final : public server::Backend {
   uint64_t submit(engine::Request r, engine::EventCallback cb) override { return e_.submit(std::move(r), std::move(cb)); }
   void cancel(uint64_t id) override { e_.cancel(id); }
   std::vector<engine::Event> replay(engine::Request r) override { return e_.replay(std::move(r)); }
-  uint64_t import_request(const std::string& path, engine::EventCallback cb) override {
-    return e_.import_request(path, std::move(cb));
+  uint64_t import_snapshot(engine::RequestSnapshot snap, const std::string& source, engine::EventCallback cb) override {
+    return e_.import_snapshot(std::move(snap), source, std::move(cb));
   }
   engine::EngineMetrics metrics() override { return e_.metrics(); }
   std::vector<engine::RequestInfo> requests() override { return e_.requests(); }

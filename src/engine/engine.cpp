@@ -329,8 +329,11 @@ void Engine::export_request(uint64_t request_id, const std::string& path) {
 }
 
 uint64_t Engine::import_request(const std::string& path, EventCallback on_event) {
+  return import_snapshot(read_snapshot(path), path, std::move(on_event));
+}
+
+uint64_t Engine::import_snapshot(RequestSnapshot snap, const std::string& path, EventCallback on_event) {
   auto& I = *impl_;
-  RequestSnapshot snap = read_snapshot(path);
   const int32_t vocab = int32_t(I.model->vocab_size());
   for (int32_t t : snap.tokens)
     if (t < 0 || t >= vocab) throw Error(path + ": token id " + std::to_string(t) + " is outside the vocabulary");

@@ -22,6 +22,7 @@
 #include "engine/finish_reason.h"
 #include "engine/latency_histogram.h"
 #include "engine/logprobs.h"
+#include "engine/request_snapshot.h"
 #include "engine/sampling_params.h"
 
 namespace strata {
@@ -160,6 +161,8 @@ class Engine {
   // model): it continues exactly as the exported one would have. Returns its id (the
   // exported id unless that one is in use here). Throws strata::Error for a bad file.
   uint64_t import_request(const std::string& path, EventCallback on_event);
+  // The same for a snapshot already read (`source`, its file, names it in errors).
+  uint64_t import_snapshot(RequestSnapshot snap, const std::string& source, EventCallback on_event);
 
   const models::Model& model() const;
   const Tokenizer& tokenizer() const;

@@ -11,8 +11,8 @@
 // so the result depends only on the text, never on how it was split into deltas.
 // Matching is bytewise; for valid UTF-8 that only matches at character boundaries.
 #pragma once
-#include <span>
 #include <cstddef>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>

@@ -19,10 +19,11 @@ class Backend {
   // As engine::Engine::replay: a request's events from the tokens it generated, computing nothing.
   virtual std::vector<engine::Event> replay(engine::Request r) = 0;
   virtual engine::EngineMetrics metrics() = 0;
-  // As engine::Engine::import_request. A backend without an engine (a test double) has none.
-  virtual uint64_t import_request(const std::string& path, engine::EventCallback on_event) {
-    (void)on_event;
-    throw Error(path + ": this backend restores no snapshots");
+  // As engine::Engine::import_snapshot. A backend without an engine (a test double) has none.
+  virtual uint64_t import_snapshot(engine::RequestSnapshot snap, const std::string& source,
+                                   engine::EventCallback on_event) {
+    (void)snap, (void)on_event;
+    throw Error(source + ": this backend restores no snapshots");
   }
   // As engine::Engine::requests. A backend without an engine (a test double) has none.
   virtual std::vector<engine::RequestInfo> requests() { return {}; }

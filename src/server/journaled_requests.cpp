@@ -152,7 +152,8 @@ bool Server::cancel_and_wait(ResumableRequest& rr, const httplib::Request& req, 
 }
 
 void Server::submit_resumable(const std::shared_ptr<ResumableRequest>& rr, std::vector<engine::Request> reqs,
-                              const std::vector<int64_t>& skip, const std::vector<std::string>& snapshots) {
+                              const std::vector<int64_t>& skip,
+                              std::vector<std::optional<engine::RequestSnapshot>> snapshots) {
   std::vector<uint64_t> ids;
   try {
     for (size_t c = 0; c < reqs.size(); ++c) {
@@ -167,14 +168,16 @@ void Server::submit_resumable(const std::shared_ptr<ResumableRequest>& rr, std::
         if (done && (rr->cancelled || !(e.cancelled && shutting_down_)))
           j->end(rr->journal_seq, rr->cancelled && rr->ended_by_cancel());
       };
-      if (c < snapshots.size() && !snapshots[c].empty()) {
+      if (c < snapshots.size() && snapshots[c]) {
         // the journaled tokens' events (all but replay's closing one), then the snapshot's
         // request, which goes on from the state they left
         std::vector<engine::Event> before = backend_.replay(std::move(reqs[c]));
         const bool ended = !before.back().cancelled;  // the tokens end it: nothing to continue
         if (!ended) before.pop_back();
         for (const engine::Event& e : before) on_event(e);
-        ids.push_back(ended ? 0 : backend_.import_request(snapshots[c], std::move(on_event)));  // 0: no request
+        ids.push_back(ended ? 0  // no request
+                            : backend_.import_snapshot(std::move(*snapshots[c]), snapshot_file(rr->journal_seq, c),
+                                                       std::move(on_event)));
       } else {
         ids.push_back(backend_.submit(std::move(reqs[c]), std::move(on_event)));
       }
@@ -295,19 +298,22 @@ std::string Server::shutdown_snapshot_path(uint64_t engine_id) {
 namespace {
 
 // A shutdown's snapshot continues a choice only when it holds exactly the prompt and the
-// journaled tokens (a snapshot left by an older run, or torn, is not used).
-bool usable_snapshot(const std::string& path, const std::vector<int32_t>& prompt, const std::vector<int32_t>& toks) {
+// journaled tokens (a snapshot left by an older run, or torn, is not used). Read once: it is
+// what the choice is imported from.
+std::optional<engine::RequestSnapshot> usable_snapshot(const std::string& path, const std::vector<int32_t>& prompt,
+                                                       const std::vector<int32_t>& toks) {
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return false;
+  if (!std::filesystem::exists(path, ec)) return std::nullopt;
   try {
-    const engine::RequestSnapshot snap = engine::read_snapshot(path);
-    return snap.tokens.size() == prompt.size() + toks.size() &&
-           std::equal(prompt.begin(), prompt.end(), snap.tokens.begin()) &&
-           std::equal(toks.begin(), toks.end(), snap.tokens.begin() + std::ptrdiff_t(prompt.size()));
+    engine::RequestSnapshot snap = engine::read_snapshot(path);
+    if (snap.tokens.size() == prompt.size() + toks.size() &&
+        std::equal(prompt.begin(), prompt.end(), snap.tokens.begin()) &&
+        std::equal(toks.begin(), toks.end(), snap.tokens.begin() + std::ptrdiff_t(prompt.size())))
+      return snap;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "strata serve: journal: snapshot %s is not used: %s\n", path.c_str(), e.what());
-    return false;
   }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -349,14 +355,14 @@ size_t Server::resume_journal() {
         continue;
       }
       std::vector<int64_t> skip;
-      std::vector<std::string> snapshots(r.choices());
+      std::vector<std::optional<engine::RequestSnapshot>> snapshots(r.choices());
       for (size_t c = 0; c < r.choices(); ++c) {
         engine::Request& er = reqs[c];
         const auto& toks = e.tokens[c];
         skip.push_back(int64_t(toks.size()));
         if (er.sampling.logprobs) continue;  // not journaled: computed again from the prompt
-        if (usable_snapshot(snapshot_file(e.seq, c), er.prompt, toks)) {
-          snapshots[c] = snapshot_file(e.seq, c);
+        snapshots[c] = usable_snapshot(snapshot_file(e.seq, c), er.prompt, toks);
+        if (snapshots[c]) {
           er.accepted.assign(toks.begin(), toks.end());  // replayed, not computed
           continue;
         }
@@ -370,8 +376,9 @@ size_t Server::resume_journal() {
       auto rr = track(r, meta, body, key, s);
       if (!rr) throw Error("its Idempotency-Key is another request's");
       rr->journal_seq = e.seq;
-      submit_resumable(rr, std::move(reqs), skip, snapshots);
-      for (const std::string& f : snapshots) from_snapshots_ += f.empty() ? 0 : 1;
+      const auto from_snapshots = std::count_if(snapshots.begin(), snapshots.end(), [](const auto& s) { return s.has_value(); });
+      submit_resumable(rr, std::move(reqs), skip, std::move(snapshots));
+      from_snapshots_ += size_t(from_snapshots);
       ++resumed;
     } catch (const std::exception& ex) {
       std::fprintf(stderr, "strata serve: journal: request %s is not %s: %s\n", e.key.c_str(),
@@ -379,7 +386,7 @@ size_t Server::resume_journal() {
       opt_.journal->end(e.seq);
     }
   }
-  // Read by now (import_request reads its file whole); a later shutdown writes its own.
+  // Read by now (usable_snapshot reads a file whole); a later shutdown writes its own.
   std::error_code ec;
   std::filesystem::remove_all(std::filesystem::path(opt_.journal->path()).parent_path() / "snapshots", ec);
   return resumed;

@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -132,10 +133,11 @@ class Server {
   void retrieve_response(const httplib::Request& req, httplib::Response& res);
   void cancel_response(const httplib::Request& req, httplib::Response& res);
   // Submits its choices: skip[c] tokens of choice c are in the journal already. A choice with
-  // a snapshot (snapshots[c] not empty) continues from it; its journaled tokens' events are
-  // rebuilt first (Backend::replay).
+  // a snapshot (snapshots[c] set) continues from it; its journaled tokens' events are rebuilt
+  // first (Backend::replay).
   void submit_resumable(const std::shared_ptr<ResumableRequest>& rr, std::vector<engine::Request> reqs,
-                        const std::vector<int64_t>& skip, const std::vector<std::string>& snapshots = {});
+                        const std::vector<int64_t>& skip,
+                        std::vector<std::optional<engine::RequestSnapshot>> snapshots = {});
   // The file a shutdown's snapshot of journaled request `seq`'s choice `c` goes to.
   std::string snapshot_file(uint64_t seq, size_t c) const;
   void serve_resumable(const std::shared_ptr<ResumableRequest>& rr, bool stream, std::vector<int64_t> skip,
